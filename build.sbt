@@ -1,0 +1,35 @@
+// Spark, Scala and Avro are `provided`: the connector runs on the jars of the pyspark it is
+// installed beside, so these versions must equal that pyspark's (python/pyproject.toml pins it,
+// and spark_replicate.configure_spark refuses a mismatch at run time).
+val sparkVersion = "4.0.4"
+val avroVersion = "1.12.0"
+
+ThisBuild / scalaVersion := "2.13.16"
+ThisBuild / organization := "io.sparkreplicate"
+ThisBuild / version := "0.1.0"
+
+lazy val root = (project in file("."))
+  .settings(
+    name := "spark-replicate",
+    Compile / scalaSource := baseDirectory.value / "scala" / "main",
+    Compile / resourceDirectory := baseDirectory.value / "scala" / "resources",
+    Test / scalaSource := baseDirectory.value / "scala" / "test",
+    Test / resourceDirectory := baseDirectory.value / "scala" / "test-resources",
+    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:_,-byname-implicit",
+      "-Wunused:imports,privates,locals,patvars", "-release", "17"),
+    libraryDependencies ++= Seq(
+      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+      "org.apache.avro" % "avro" % avroVersion % Provided,
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+      "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test),
+    // The Python package and the tests pick the jar up under a stable name.
+    Compile / packageBin / artifactPath := target.value / "spark-replicate.jar",
+    Compile / resourceGenerators += Def.task {
+      val file = (Compile / resourceManaged).value / "spark-replicate-build.properties"
+      IO.write(file, s"sparkVersion=$sparkVersion\nversion=${version.value}\n")
+      Seq(file)
+    }.taskValue,
+    Test / fork := true,
+    Test / parallelExecution := false,
+    Test / javaOptions ++= Seq("-Xmx2g", "-Duser.timezone=UTC") ++ JavaModules.opens
+  )

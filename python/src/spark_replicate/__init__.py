@@ -1,0 +1,11 @@
+"""Read Qlik Replicate change-data-capture topics with ``spark.read.format("replicate")``.
+
+The connector itself is a Scala DataSource V2 jar shipped inside this package;
+:func:`configure_spark` puts it on a session before the JVM starts.
+"""
+
+from spark_replicate._jar import ReplicateSetupError, jar_path
+from spark_replicate.session import configure_spark, read
+
+__version__ = "0.1.0"
+__all__ = ["configure_spark", "read", "jar_path", "ReplicateSetupError", "__version__"]

@@ -1,0 +1,1104 @@
+"""Generate a realistic Qlik Replicate landing zone: demo data, test oracle and benchmark input.
+
+Qlik Replicate (6.3+) publishing to Kafka in Avro message format wraps every message in the
+"Attunity envelope"; a Kafka Connect sink then lands those bytes as files. This module writes
+exactly that, deterministically for a seed, from an in-memory model of each source table, and
+keeps a copy of every data message it wrote (values exactly as encoded) so the end-to-end tests
+can compare what the Spark reader returns with what was generated, row by row.
+
+Wire format: see DESIGN.md sections 1 and 2. Everything is encoded with fastavro's
+``schemaless_writer`` on schemas parsed once per table version, which keeps the generator fast
+enough for benchmark-sized landing zones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import random
+import re
+import shutil
+import struct
+import zlib
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+import fastavro
+from fastavro.write import Writer
+
+__all__ = [
+    "ColumnDef",
+    "DataMessage",
+    "ENVELOPE_SCHEMA",
+    "KAFKA_RECORD_SCHEMA",
+    "LandingZone",
+    "MAGIC",
+    "MetadataEntry",
+    "SCHEMA_TOPIC",
+    "TableDef",
+    "data_schema",
+    "default_tables",
+    "encode_envelope",
+    "generate_landing_zone",
+    "mask_bytes",
+    "mask_ordinals",
+    "metadata_schema",
+]
+
+MAGIC = b"atMSG"
+SCHEMA_TOPIC = "_schema"
+OPERATIONS = ("INSERT", "UPDATE", "DELETE", "REFRESH")
+FRAMINGS = ("avro", "length-prefixed", "message")
+VALUE_SCHEMAS = ("record", "bytes")
+HEADERS_VERSIONS = ("6.3", "7.0")
+
+# The envelope exactly as printed in the Qlik Replicate help (reference/qlik-docs_MessageEnvelope.avsc),
+# embedded so the installed package never needs the reference directory.
+ENVELOPE_SCHEMA: dict = {
+    "type": "record",
+    "name": "MessageEnvelope",
+    "fields": [
+        {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 5}},
+        {"name": "type", "type": "string"},
+        {"name": "headers", "type": ["null", {"type": "map", "values": "string"}]},
+        {"name": "messageSchemaId", "type": ["null", "string"]},
+        {"name": "messageSchema", "type": ["null", "string"]},
+        {"name": "message", "type": "bytes"},
+    ],
+}
+
+# What a Kafka Connect sink that keeps the record coordinates writes as the container schema.
+KAFKA_RECORD_SCHEMA: dict = {
+    "type": "record",
+    "name": "KafkaRecord",
+    "fields": [
+        {"name": "topic", "type": "string"},
+        {"name": "partition", "type": "int"},
+        {"name": "offset", "type": "long"},
+        {"name": "timestamp", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "key", "type": ["null", "bytes"]},
+        {"name": "value", "type": "bytes"},
+    ],
+}
+
+_PARSED_ENVELOPE = fastavro.parse_schema(ENVELOPE_SCHEMA)
+_PARSED_KAFKA_RECORD = fastavro.parse_schema(KAFKA_RECORD_SCHEMA)
+
+# Avro type of each source type as Replicate sends it with "logical data types" OFF.
+_AVRO_TYPE = {
+    "INT1": "int",
+    "INT2": "int",
+    "INT4": "int",
+    "INT8": "long",
+    "REAL4": "float",
+    "REAL8": "double",
+    "BOOLEAN": "boolean",
+    "STRING": "string",
+    "WSTRING": "string",
+    "BYTES": "bytes",
+    "DATE": "string",
+    "DATETIME": "string",
+    "NUMERIC": "string",
+}
+# MD `length` Replicate reports when the column declares none (display width of integers).
+_NATURAL_LENGTH = {"INT1": 3, "INT2": 5, "INT4": 10, "INT8": 19, "STRING": 255, "WSTRING": 255, "BYTES": 2000}
+_INTEGER_TYPES = ("INT1", "INT2", "INT4", "INT8")
+_STRING_TYPES = ("STRING", "WSTRING")
+# Named types of the MD schema: a column record may not reuse these names.
+_MD_TYPE_NAMES = {"MetadataMessage", "Lineage", "TableStructure", "TableColumns"}
+_AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+NULL_RATE = 0.10
+EXTRA_MASK_BYTE_RATE = 0.10
+REFRESH_SHARE = 0.20
+MAX_TRANSACTION = 5
+_TASK_START_US = 1_714_644_672_345_000  # 2024-05-02 10:11:12.345 UTC
+_EPOCH = datetime(1970, 1, 1)
+_SERVER = "replicate-01.example.com"
+_TASK = "erp-to-kafka"
+
+
+# --------------------------------------------------------------------------------------------
+# Table definitions
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    """One source column. Its ordinal is its position in the table (1-based).
+
+    ``length=None`` means the type's natural MD length; ``nullable=None`` means "nullable unless
+    it is a key column". ``choices`` makes the generator draw values from a fixed list, to keep
+    names, codes and statuses looking real.
+    """
+
+    name: str
+    source_type: str
+    length: int | None = None
+    precision: int = 0
+    scale: int = 0
+    pk_position: int = 0
+    nullable: bool | None = None
+    choices: tuple = ()
+
+    def __post_init__(self) -> None:
+        if not _AVRO_NAME.match(self.name) or self.name in _MD_TYPE_NAMES:
+            raise ValueError(f"column name {self.name!r} is not usable as an Avro name")
+        if self.source_type not in _AVRO_TYPE:
+            raise ValueError(f"column {self.name}: unsupported source type {self.source_type!r}; "
+                             f"supported: {', '.join(_AVRO_TYPE)}")
+        if self.source_type == "NUMERIC" and not 0 <= self.scale <= self.precision > 0:
+            raise ValueError(f"column {self.name}: NUMERIC needs a precision > 0 and 0 <= scale <= precision")
+        if self.length is None:
+            object.__setattr__(self, "length", _NATURAL_LENGTH.get(self.source_type, 0))
+        if self.nullable is None:
+            object.__setattr__(self, "nullable", self.pk_position == 0)
+        if self.pk_position and self.nullable:
+            raise ValueError(f"column {self.name}: a key column cannot be nullable")
+
+    @property
+    def avro_type(self) -> str:
+        return _AVRO_TYPE[self.source_type]
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """A source table published to ``topic``.
+
+    Each column of ``added_columns`` is added by an ``ALTER TABLE ADD`` part-way through the
+    CDC stream, so the table gets one more version (new schemaId, tableVersion + 1) per column.
+    """
+
+    schema: str
+    table: str
+    topic: str
+    columns: tuple[ColumnDef, ...]
+    added_columns: tuple[ColumnDef, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))
+        object.__setattr__(self, "added_columns", tuple(self.added_columns))
+        names = [c.name for c in self.columns + self.added_columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.name}: duplicate column names")
+        positions = sorted(c.pk_position for c in self.columns if c.pk_position)
+        if positions != list(range(1, len(positions) + 1)) or not positions:
+            raise ValueError(f"{self.name}: needs a primary key with positions 1..n")
+        if any(c.pk_position or not c.nullable for c in self.added_columns):
+            raise ValueError(f"{self.name}: added columns must be nullable non-key columns")
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", self.topic):
+            raise ValueError(f"{self.name}: topic {self.topic!r} is not a valid directory name")
+
+    @property
+    def name(self) -> str:
+        """``SCHEMA.TABLE``, the name the reader's ``table`` option takes."""
+        return f"{self.schema}.{self.table}"
+
+    @property
+    def key_columns(self) -> list[ColumnDef]:
+        """Key columns in primary-key order (not necessarily ordinal order)."""
+        return sorted((c for c in self.columns if c.pk_position), key=lambda c: c.pk_position)
+
+
+_FIRST_NAMES = ("Ana", "Bjorn", "Chloe", "Dmitri", "Emile", "Fatima", "Giulia", "Hiroshi", "Ines",
+                "Jose", "Kwame", "Lena", "Mei", "Noor", "Olga", "Priya", "Rafael", "Sven", "Tomas", "Yuki")
+_LAST_NAMES = ("Andersen", "Brown", "Costa", "Dubois", "Eriksen", "Fischer", "Garcia", "Haddad",
+               "Ivanova", "Jensen", "Kim", "Lopez", "Muller", "Nakamura", "Okafor", "Patel", "Rossi")
+_EMAILS = ("ana.costa@example.com", "b.eriksen@example.org", "chloé.dubois@exemple.fr",
+           "dmitri.ivanov@example.ru", "fatima.haddad@example.com", "hiroshi.nakamura@例え.jp",
+           "jose.garcia@example.es", "mei.kim@example.com", "noor.patel@example.in", "sven.muller@beispiel.de")
+_ASCII_WORDS = ("north", "river", "alpha", "stone", "maple", "harbor", "silver", "delta", "summit",
+                "cedar", "orbit", "lumen", "quartz", "willow", "ember", "falcon")
+_WIDE_WORDS = _ASCII_WORDS + ("Zürich", "São Paulo", "München", "Kraków", "東京", "Москва", "Ålesund",
+                              "Øresund", "Besançon", "İzmir", "서울", "naïve", "crème brûlée")
+
+
+def default_tables() -> list[TableDef]:
+    """The demo tables: ``hr`` holds HR.EMPLOYEES and HR.DEPARTMENTS, ``sales`` SALES.ORDERS.
+
+    DEPARTMENTS has a composite key whose key order differs from its ordinal order; ORDERS has
+    20 columns so its masks span 3 bytes.
+    """
+    C = ColumnDef
+    employees = TableDef("HR", "EMPLOYEES", "hr", (
+        C("EMP_ID", "INT4", pk_position=1),
+        C("FIRST_NAME", "STRING", 40, nullable=False, choices=_FIRST_NAMES),
+        C("LAST_NAME", "STRING", 40, nullable=False, choices=_LAST_NAMES),
+        C("EMAIL", "WSTRING", 100, choices=_EMAILS),
+        C("HIRE_DATE", "DATE", nullable=False),
+        C("SALARY", "NUMERIC", 0, 10, 2),
+        C("DEPT_ID", "INT2"),
+        C("IS_ACTIVE", "BOOLEAN", nullable=False),
+        C("PHOTO", "BYTES", 4000),
+        C("UPDATED_AT", "DATETIME", 0, 26, 6),
+    ))
+    departments = TableDef("HR", "DEPARTMENTS", "hr", (
+        C("DEPT_ID", "INT4", pk_position=2),
+        C("DEPT_NAME", "WSTRING", 60, nullable=False),
+        C("COMPANY_ID", "INT2", pk_position=1),
+        C("MANAGER_ID", "INT4"),
+    ))
+    orders = TableDef("SALES", "ORDERS", "sales", (
+        C("ORDER_ID", "INT8", pk_position=1),
+        C("CUSTOMER_ID", "INT4", nullable=False),
+        C("ORDER_DATE", "DATE", nullable=False),
+        C("ORDER_TS", "DATETIME", 0, 26, 6, nullable=False),
+        C("STATUS", "STRING", 12, nullable=False, choices=("NEW", "PAID", "SHIPPED", "DELIVERED", "CANCELLED")),
+        C("CHANNEL", "STRING", 10, choices=("WEB", "STORE", "PHONE", "PARTNER")),
+        C("CURRENCY", "STRING", 3, nullable=False, choices=("EUR", "USD", "GBP", "JPY", "CHF")),
+        C("AMOUNT", "NUMERIC", 0, 12, 2, nullable=False),
+        C("TAX", "NUMERIC", 0, 10, 2),
+        C("DISCOUNT_PCT", "REAL4"),
+        C("WEIGHT_KG", "REAL8"),
+        C("QUANTITY", "INT2", nullable=False),
+        C("PRIORITY", "INT1"),
+        C("IS_GIFT", "BOOLEAN", nullable=False),
+        C("GIFT_MESSAGE", "WSTRING", 200),
+        C("SHIP_CITY", "WSTRING", 60),
+        C("SHIP_COUNTRY", "STRING", 2, choices=("DE", "FR", "US", "JP", "BR", "NO", "PL")),
+        C("TRACKING_NO", "STRING", 30),
+        C("SIGNATURE", "BYTES", 256),
+        C("LAST_MODIFIED", "DATETIME", 0, 26, 6, nullable=False),
+    ))
+    return [employees, departments, orders]
+
+
+# --------------------------------------------------------------------------------------------
+# Masks and schemas
+# --------------------------------------------------------------------------------------------
+
+
+def mask_bytes(ordinals, ncols: int, extra_leading_zero: bool = False) -> bytes:
+    """Encode column ordinals as a Replicate mask: one big-endian unsigned integer whose bit i
+    (0 = least significant) is the column with ordinal i+1, over ceil(ncols/8) bytes; Replicate
+    sometimes sends one more, leading, zero byte."""
+    value = 0
+    for ordinal in ordinals:
+        if not 1 <= ordinal <= ncols:
+            raise ValueError(f"ordinal {ordinal} outside 1..{ncols}")
+        value |= 1 << (ordinal - 1)
+    return value.to_bytes((ncols + 7) // 8 + extra_leading_zero, "big")
+
+
+def mask_ordinals(mask: bytes) -> list[int]:
+    """The ordinals (ascending) a mask marks; the inverse of :func:`mask_bytes`."""
+    value = int.from_bytes(mask, "big")
+    return [i + 1 for i in range(value.bit_length()) if value >> i & 1]
+
+
+def _nullable(avro_type: str) -> list:
+    return [{"type": "null"}, {"type": avro_type}]
+
+
+def data_schema(columns, headers_version: str = "7.0") -> dict:
+    """The DataRecord schema Replicate sends in an MD's ``dataSchema``, shaped like the real
+    sample: no namespace, every column ``[null, T]`` in ordinal order."""
+    headers = [
+        {"name": "operation", "type": {"type": "enum", "name": "operation", "symbols": list(OPERATIONS)}},
+        {"name": "changeSequence", "type": {"type": "string"}},
+        {"name": "timestamp", "type": {"type": "string"}},
+        {"name": "streamPosition", "type": {"type": "string"}},
+        {"name": "transactionId", "type": {"type": "string"}},
+        {"name": "changeMask", "type": _nullable("bytes")},
+        {"name": "columnMask", "type": _nullable("bytes")},
+    ]
+    if headers_version == "7.0":
+        headers += [
+            {"name": "transactionEventCounter", "type": _nullable("long")},
+            {"name": "transactionLastEvent", "type": _nullable("boolean")},
+            {"name": "externalSchemaId", "type": _nullable("string")},
+        ]
+    return {"type": "record", "name": "DataRecord", "fields": [
+        {"name": "data", "type": {"type": "record", "name": "Data", "fields": [
+            {"name": c.name, "type": _nullable(c.avro_type)} for c in columns]}},
+        {"name": "beforeData", "type": [{"type": "null"}, "Data"]},
+        {"name": "headers", "type": {"type": "record", "name": "Headers", "fields": headers}},
+    ]}
+
+
+def metadata_schema(column_names) -> dict:
+    """The MetadataMessage schema of one table version: ``tableColumns`` has one record field per
+    column, in the given order (readers must order columns by ``ordinal``, not by field)."""
+    column_fields = [{"name": name, "type": {"type": "record", "name": name, "fields": [
+        {"name": "ordinal", "type": {"type": "int"}},
+        {"name": "type", "type": {"type": "string"}},
+        {"name": "length", "type": {"type": "int"}},
+        {"name": "precision", "type": {"type": "int"}},
+        {"name": "scale", "type": {"type": "int"}},
+        {"name": "primaryKeyPosition", "type": {"type": "int"}},
+        {"name": "nullable", "type": {"type": "boolean"}},
+    ]}} for name in column_names]
+    lineage = [{"name": n, "type": {"type": "string"}} for n in ("server", "task", "schema", "table")]
+    lineage += [{"name": "tableVersion", "type": {"type": "long"}}, {"name": "timestamp", "type": {"type": "string"}}]
+    return {"type": "record", "name": "MetadataMessage", "fields": [
+        {"name": "schemaId", "type": {"type": "string"}},
+        {"name": "lineage", "type": {"type": "record", "name": "Lineage", "fields": lineage}},
+        {"name": "tableStructure", "type": {"type": "record", "name": "TableStructure", "fields": [
+            {"name": "tableColumns", "type": {"type": "record", "name": "TableColumns", "fields": column_fields}}]}},
+        {"name": "dataSchema", "type": {"type": "string"}},
+    ]}
+
+
+def _compact_json(schema: dict) -> str:
+    return json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+
+
+def _avro_bytes(parsed_schema, record) -> bytes:
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, parsed_schema, record)
+    return buffer.getvalue()
+
+
+def _plain_types(schema):
+    """The same schema with ``{"type": "int"}`` written ``"int"``. Replicate spells primitives the
+    long way; the encoding is identical, but fastavro writes unions of plain names much faster."""
+    if isinstance(schema, list):
+        return [_plain_types(s) for s in schema]
+    if isinstance(schema, dict):
+        if schema.keys() == {"type"} and isinstance(schema["type"], str):
+            return schema["type"]
+        return {k: _plain_types(v) for k, v in schema.items()}
+    return schema
+
+
+def encode_envelope(kind: str, message: bytes, schema_id: str | None = None,
+                    schema_json: str | None = None, headers: dict | None = None) -> bytes:
+    """One Attunity envelope (Avro binary, no container) around an encoded payload."""
+    return _avro_bytes(_PARSED_ENVELOPE, {"magic": MAGIC, "type": kind, "headers": headers,
+                                          "messageSchemaId": schema_id, "messageSchema": schema_json,
+                                          "message": message})
+
+
+def _varint(n: int) -> bytes:
+    """An Avro ``long`` (zig-zag, base-128), for non-negative ``n``."""
+    n <<= 1
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class _EnvelopeWriter:
+    """Envelopes of one table version. ``message`` is the envelope's last field and every other
+    field is fixed per version, so they are encoded (by fastavro) once; each message then costs
+    only its length and bytes."""
+
+    def __init__(self, kind: str, schema_id: str, schema_json: str | None):
+        self._prefix = encode_envelope(kind, b"", schema_id, schema_json)[:-1]  # drop len(b"") = 0
+
+    def __call__(self, message: bytes) -> bytes:
+        return b"".join((self._prefix, _varint(len(message)), message))
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------------------------
+
+
+def _float32(value: float) -> float:
+    """The value an Avro ``float`` round trips to, so expectations equal what a reader decodes."""
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
+def _text_generator(column: ColumnDef, rng: random.Random) -> Callable[[], str]:
+    """One to three words, cut to the column length; WSTRING words include non-ASCII text."""
+    words = _WIDE_WORDS if column.source_type == "WSTRING" else _ASCII_WORDS
+    rand, n, limit = rng.random, len(words), column.length or None
+
+    def text() -> str:
+        picked = [words[int(rand() * n)] for _ in range(1 + int(rand() * 3))]
+        return " ".join(picked)[:limit]
+    return text
+
+
+def _numeric_generator(column: ColumnDef, rng: random.Random) -> Callable[[], str]:
+    """NUMERIC(p,s) as Replicate's string form, e.g. "12345.67"; a few negatives."""
+    precision, scale, rand, randrange = column.precision, column.scale, rng.random, rng.randrange
+
+    def numeric() -> str:
+        unscaled = randrange(10 ** (1 + int(rand() * precision)))
+        sign = "-" if rand() < 0.05 else ""
+        if not scale:
+            return f"{sign}{unscaled}"
+        whole, fraction = divmod(unscaled, 10 ** scale)
+        return f"{sign}{whole}.{fraction:0{scale}d}"
+    return numeric
+
+
+def _base_generator(column: ColumnDef, rng: random.Random) -> Callable[[], Any]:
+    """A generator of non-null values of ``column``, as encoded on the wire. Draws use
+    ``random()`` arithmetic rather than ``randint``/``choice``: several times faster."""
+    t, rand = column.source_type, rng.random
+    if column.choices:
+        choices, n = column.choices, len(column.choices)
+        return lambda: choices[int(rand() * n)]
+    if t in _INTEGER_TYPES:
+        size = {"INT1": 101, "INT2": 10_000, "INT4": 1_000_001, "INT8": 10 ** 12 + 1}[t]
+        return lambda: int(rand() * size)
+    if t == "REAL4":
+        return lambda: _float32(rand() * 100)
+    if t == "REAL8":
+        return lambda: rand() * 10_000
+    if t == "BOOLEAN":
+        return lambda: rand() < 0.5
+    if t in _STRING_TYPES:
+        return _text_generator(column, rng)
+    if t == "BYTES":
+        sizes = min(column.length or 64, 64) + 1
+        return lambda: rng.randbytes(int(rand() * sizes))
+    if t == "DATE":
+        first, days = date(1990, 1, 1).toordinal(), 35 * 365
+        return lambda: date.fromordinal(first + int(rand() * days)).isoformat()
+    if t == "DATETIME":
+        start, span_us = datetime(2000, 1, 1), 25 * 365 * 86_400 * 10 ** 6
+        return lambda: (start + timedelta(microseconds=int(rand() * span_us))).isoformat(" ", "microseconds")
+    return _numeric_generator(column, rng)
+
+
+def _value_generator(column: ColumnDef, rng: random.Random) -> Callable[[], Any]:
+    """Values of ``column``, null about NULL_RATE of the time when the column is nullable."""
+    base = _base_generator(column, rng)
+    if not column.nullable:
+        return base
+    rand = rng.random
+    return lambda: None if rand() < NULL_RATE else base()
+
+
+def _key_generator(table: TableDef, rng: random.Random) -> Callable[[], tuple]:
+    """Key tuples in primary-key order. The last integer or string key column carries a per-table
+    sequence, which keeps keys unique; the other key columns are drawn at random."""
+    key_columns = table.key_columns
+    sequenced = [c for c in key_columns if c.source_type in _INTEGER_TYPES + _STRING_TYPES][-1:]
+    counter = iter(range(1, 1 << 62))
+    gens = []
+    for column in key_columns:
+        if column in sequenced and column.source_type in _INTEGER_TYPES:
+            gens.append(lambda: next(counter))
+        elif column in sequenced:
+            gens.append(lambda: str(next(counter)))
+        else:
+            gens.append(_base_generator(column, rng))
+    return lambda: tuple(gen() for gen in gens)
+
+
+# --------------------------------------------------------------------------------------------
+# What the generator returns
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DataMessage:
+    """One DT message as written: payload values exactly as encoded (raw empty strings kept)."""
+
+    table: str
+    schema_id: str
+    table_version: int
+    topic: str
+    partition: int
+    offset: int
+    file: Path
+    operation: str
+    data: dict
+    before: dict | None
+    headers: dict
+    change_mask: bytes | None
+    column_mask: bytes | None
+    key: bytes
+    timestamp_ms: int
+
+
+class MetadataEntry(NamedTuple):
+    """One table version as announced by its MD message."""
+
+    schema_id: str
+    table: str
+    version: int
+    md: dict
+    data_schema_json: str
+
+
+@dataclass
+class LandingZone:
+    """A generated landing zone and its expected content."""
+
+    root: Path
+    schema_topic: Path
+    topics: dict[str, Path]
+    tables: list[TableDef]
+    messages: list[DataMessage]
+    metadata: list[MetadataEntry]
+    files: list[Path]
+    counts: dict[str, dict[str, int]]
+
+    def expected_counts(self) -> dict[str, dict[str, int]]:
+        """{table: {operation: n}}, only operations that occur (as a groupBy would return)."""
+        return {table: dict(ops) for table, ops in self.counts.items()}
+
+    def messages_for(self, table: str) -> list[DataMessage]:
+        """The DT messages of one ``SCHEMA.TABLE``, in generation (commit) order."""
+        return [m for m in self.messages if m.table == table]
+
+
+# --------------------------------------------------------------------------------------------
+# Framings: one sink per Kafka partition
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Settings:
+    framing: str
+    codec: str
+    sync_interval: int
+    value_schema: str
+    seed: int
+
+
+class _AvroSink:
+    """An Avro object container file, as a Kafka Connect sink lands one partition."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, settings: _Settings):
+        self.path = directory / f"part-{partition:05d}.avro"
+        self.paths = [self.path]
+        self._topic, self._partition = topic, partition
+        self._as_record = settings.value_schema == "record"
+        marker = hashlib.md5(f"{settings.seed}/{topic}/{partition}".encode()).digest()
+        self._file = open(self.path, "wb")
+        self._writer = Writer(self._file, _PARSED_KAFKA_RECORD if self._as_record else "bytes",
+                              codec=settings.codec, sync_interval=settings.sync_interval, sync_marker=marker)
+
+    def append(self, offset: int, envelope: bytes, key: bytes | None, timestamp_ms: int) -> Path:
+        if self._as_record:
+            self._writer.write({"topic": self._topic, "partition": self._partition, "offset": offset,
+                                "timestamp": timestamp_ms, "key": key, "value": envelope})
+        else:
+            self._writer.write(envelope)
+        return self.path
+
+    def close(self) -> None:
+        self._writer.flush()
+        self._file.close()
+
+
+class _LengthPrefixedSink:
+    """Repeated 4-byte big-endian length + envelope."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, settings: _Settings):
+        self.path = directory / f"part-{partition:05d}.bin"
+        self.paths = [self.path]
+        self._file = open(self.path, "wb")
+
+    def append(self, offset: int, envelope: bytes, key: bytes | None, timestamp_ms: int) -> Path:
+        self._file.write(len(envelope).to_bytes(4, "big"))
+        self._file.write(envelope)
+        return self.path
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _MessageSink:
+    """One file per message; the whole file is the envelope."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, settings: _Settings):
+        self._directory, self._partition = directory, partition
+        self.paths: list[Path] = []
+
+    def append(self, offset: int, envelope: bytes, key: bytes | None, timestamp_ms: int) -> Path:
+        path = self._directory / f"part-{self._partition:05d}-{offset:010d}.msg"
+        path.write_bytes(envelope)
+        self.paths.append(path)
+        return path
+
+    def close(self) -> None:
+        pass
+
+
+_SINKS = {"avro": _AvroSink, "length-prefixed": _LengthPrefixedSink, "message": _MessageSink}
+
+
+class _Topic:
+    """A Kafka topic landed as a directory: one sink per partition, offsets from 0 in each."""
+
+    def __init__(self, name: str, directory: Path, partitions: int, settings: _Settings):
+        self.name, self.directory = name, directory
+        directory.mkdir(parents=True)
+        self._sinks = [_SINKS[settings.framing](directory, name, p, settings) for p in range(partitions)]
+        self._next_offset = [0] * partitions
+
+    def append(self, partition: int, envelope: bytes, key: bytes | None, timestamp_ms: int) -> tuple[Path, int]:
+        offset = self._next_offset[partition]
+        self._next_offset[partition] = offset + 1
+        return self._sinks[partition].append(offset, envelope, key, timestamp_ms), offset
+
+    def close(self) -> list[Path]:
+        """Close every partition; returns the files written."""
+        for sink in self._sinks:
+            sink.close()
+        return [path for sink in self._sinks for path in sink.paths]
+
+
+# --------------------------------------------------------------------------------------------
+# The source tables
+# --------------------------------------------------------------------------------------------
+
+
+class _Change(NamedTuple):
+    """One row change: its images, as dicts and as encoded Avro ``Data``, and its mask ordinals."""
+
+    data: dict
+    data_avro: bytes
+    before: dict | None
+    before_avro: bytes | None
+    changed: list[int]
+    present: list[int]
+
+
+class _TableVersion:
+    """Everything needed to describe and encode one version of a table, built once."""
+
+    def __init__(self, table: TableDef, columns: tuple[ColumnDef, ...], number: int, headers_version: str,
+                 embed_data_schema: bool):
+        self.table, self.columns, self.number = table, columns, number
+        schema = data_schema(columns, headers_version)
+        self.data_schema_json = _compact_json(schema)
+        self.schema_id = hashlib.md5(f"{table.name}/{number}/{self.data_schema_json}".encode()).hexdigest().upper()
+        self.column_order = _shuffled_column_order(table, columns)
+        md_schema = metadata_schema(self.column_order)
+        self.md_schema_json = _compact_json(md_schema)
+        self._md_writer = fastavro.parse_schema(_plain_types(md_schema))
+        data_record, _, headers_record = (f["type"] for f in _plain_types(schema)["fields"])
+        self._image_writer = fastavro.parse_schema(data_record)
+        self._headers_writer = fastavro.parse_schema(headers_record)
+        self.dt_envelope = _EnvelopeWriter("DT", self.schema_id, self.data_schema_json if embed_data_schema else None)
+        self.refresh_headers = _refresh_headers(headers_version)
+        self.refresh_headers_avro = self.encode_headers(self.refresh_headers)
+        self.names = [c.name for c in columns]
+        self.non_key_names = [c.name for c in columns if not c.pk_position]
+        self.key_ordinals = [i for i, c in enumerate(columns, 1) if c.pk_position]
+        self.all_ordinals = list(range(1, len(columns) + 1))
+
+    @property
+    def ncols(self) -> int:
+        return len(self.columns)
+
+    def encode_image(self, row: dict) -> bytes:
+        return _avro_bytes(self._image_writer, row)
+
+    def encode_headers(self, headers: dict) -> bytes:
+        return _avro_bytes(self._headers_writer, headers)
+
+    def encode_payload(self, change: _Change, with_before: bool, headers_avro: bytes) -> bytes:
+        """A DataRecord is its fields' encodings in a row: the Data image, the beforeData union
+        (branch index 0 for null, written 0x00; branch 1, written 0x02, then the image) and the
+        Headers. Composing it lets a row image be encoded once, though UPDATE and DELETE send it
+        again as their before-image."""
+        before = b"\x02" + change.before_avro if with_before and change.before_avro is not None else b"\x00"
+        return b"".join((change.data_avro, before, headers_avro))
+
+    def md_message(self, timestamp: str) -> tuple[dict, bytes]:
+        """The MD payload announcing this version, and its envelope."""
+        ordinal = {c.name: i for i, c in enumerate(self.columns, 1)}
+        by_name = {c.name: c for c in self.columns}
+        md = {
+            "schemaId": self.schema_id,
+            "lineage": {"server": _SERVER, "task": _TASK, "schema": self.table.schema, "table": self.table.table,
+                        "tableVersion": self.number, "timestamp": timestamp},
+            "tableStructure": {"tableColumns": {name: {
+                "ordinal": ordinal[name], "type": by_name[name].source_type, "length": by_name[name].length,
+                "precision": by_name[name].precision, "scale": by_name[name].scale,
+                "primaryKeyPosition": by_name[name].pk_position, "nullable": by_name[name].nullable,
+            } for name in self.column_order}},
+            "dataSchema": self.data_schema_json,
+        }
+        return md, encode_envelope("MD", _avro_bytes(self._md_writer, md), self.schema_id, self.md_schema_json)
+
+
+def _refresh_headers(headers_version: str) -> dict:
+    """Full-load headers: Replicate leaves the CDC-only strings empty and the rest null."""
+    headers = {"operation": "REFRESH", "changeSequence": "", "timestamp": "", "streamPosition": "",
+               "transactionId": "", "changeMask": None, "columnMask": None}
+    if headers_version == "7.0":
+        headers.update(transactionEventCounter=None, transactionLastEvent=None, externalSchemaId=None)
+    return headers
+
+
+def _shuffled_column_order(table: TableDef, columns: tuple[ColumnDef, ...]) -> list[str]:
+    """A per-table deterministic shuffle of the column names that is never ordinal order, so a
+    reader that trusts MD field order instead of ``ordinal`` fails the tests."""
+    names = [c.name for c in columns]
+    shuffled = names[:]
+    random.Random(table.name).shuffle(shuffled)
+    if shuffled == names:
+        shuffled = shuffled[1:] + shuffled[:1]
+    return shuffled
+
+
+class _TableState:
+    """The in-memory model of one source table: live rows (and their encoded images), versions,
+    message quotas. Row dicts are replaced, never mutated, because messages share them."""
+
+    def __init__(self, table: TableDef, rng: random.Random, quota: int, headers_version: str,
+                 embed_data_schema: bool):
+        self.table = table
+        self._rand = rng.random
+        self._schema_options = (headers_version, embed_data_schema)
+        self.versions = [_TableVersion(table, table.columns, 1, *self._schema_options)]
+        self.rows: dict[tuple, dict] = {}
+        self._images: dict[tuple, bytes] = {}
+        self._keys: list[tuple] = []
+        self._key_index: dict[tuple, int] = {}
+        self._new_key = _key_generator(table, rng)
+        self._gens = {c.name: _value_generator(c, rng) for c in table.columns + table.added_columns}
+        self.key_names = [c.name for c in table.key_columns]
+        self.refresh_quota = round(quota * REFRESH_SHARE)
+        self.cdc_left = quota - self.refresh_quota
+        self.cdc_done = 0
+        step = self.cdc_left / (len(table.added_columns) + 1)
+        self._ddl_points = [round(step * (i + 1)) for i in range(len(table.added_columns))]
+
+    @property
+    def version(self) -> _TableVersion:
+        return self.versions[-1]
+
+    def ddl_due(self) -> bool:
+        return bool(self._ddl_points) and self.cdc_done >= self._ddl_points[0]
+
+    def add_column(self) -> _TableVersion:
+        """ALTER TABLE ADD COLUMN: a new version; live rows get NULL in the new column."""
+        self._ddl_points.pop(0)
+        columns = self.version.columns + (self.table.added_columns[len(self.versions) - 1],)
+        self.versions.append(_TableVersion(self.table, columns, len(self.versions) + 1, *self._schema_options))
+        new_name = columns[-1].name
+        self.rows = {key: {**row, new_name: None} for key, row in self.rows.items()}
+        self._images.clear()
+        return self.version
+
+    def can_update(self) -> bool:
+        return bool(self.rows and self.version.non_key_names)
+
+    def insert(self) -> _Change:
+        """A new row under a fresh key; every non-null column counts as changed."""
+        version, gens = self.version, self._gens
+        key = self._fresh_key()
+        keyed = dict(zip(self.key_names, key))
+        row = {name: keyed[name] if name in keyed else gens[name]() for name in version.names}
+        image = version.encode_image(row)
+        self._store(key, row, image)
+        changed = [i for i, name in enumerate(version.names, 1) if row[name] is not None]
+        return _Change(row, image, None, None, changed, version.all_ordinals)
+
+    def update(self) -> _Change | None:
+        """Change one to three non-key columns of a random live row; None if no value changed."""
+        version, rand = self.version, self._rand
+        key = self._random_key()
+        before = self.rows[key]
+        after = dict(before)
+        candidates = version.non_key_names
+        for _ in range(1 + int(rand() * 3)):
+            name = candidates[int(rand() * len(candidates))]
+            after[name] = self._gens[name]()
+        changed = [i for i, name in enumerate(version.names, 1) if after[name] != before[name]]
+        if not changed:
+            return None
+        before_avro, image = self._image(key), version.encode_image(after)
+        self.rows[key], self._images[key] = after, image
+        return _Change(after, image, before, before_avro, changed, version.all_ordinals)
+
+    def delete(self) -> _Change:
+        """Remove a random live row; the message carries its key columns only."""
+        version = self.version
+        key = self._random_key()
+        before, before_avro = self.rows[key], self._image(key)
+        self._forget(key)
+        keys = set(self.key_names)
+        data = {name: before[name] if name in keys else None for name in version.names}
+        return _Change(data, version.encode_image(data), before, before_avro,
+                       version.key_ordinals, version.key_ordinals)
+
+    def _image(self, key: tuple) -> bytes:
+        """The encoded current image of a live row (re-encoded lazily after a DDL)."""
+        image = self._images.get(key)
+        if image is None:
+            image = self._images[key] = self.version.encode_image(self.rows[key])
+        return image
+
+    def _fresh_key(self) -> tuple:
+        """A key no live row has; only tables without a sequenced key column can collide."""
+        for _ in range(1000):
+            key = self._new_key()
+            if key not in self._key_index:
+                return key
+        raise ValueError(f"{self.table.name}: cannot find a fresh primary key value")
+
+    def _random_key(self) -> tuple:
+        return self._keys[int(self._rand() * len(self._keys))]
+
+    def _store(self, key: tuple, row: dict, image: bytes) -> None:
+        self._key_index[key] = len(self._keys)
+        self._keys.append(key)
+        self.rows[key], self._images[key] = row, image
+
+    def _forget(self, key: tuple) -> None:
+        """Remove a key in O(1) by moving the last key into its slot."""
+        index = self._key_index.pop(key)
+        last = self._keys.pop()
+        if last != key:
+            self._keys[index] = last
+            self._key_index[last] = index
+        del self.rows[key]
+        self._images.pop(key, None)
+
+
+# --------------------------------------------------------------------------------------------
+# The Replicate task
+# --------------------------------------------------------------------------------------------
+
+
+def _at(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+class _Task:
+    """Plays a Replicate task: metadata, full load (REFRESH), then CDC transactions."""
+
+    def __init__(self, root: Path, tables: list[TableDef], messages: int, settings: _Settings,
+                 files_per_topic: int, before_images: bool, headers_version: str,
+                 embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool):
+        self._rng = random.Random(settings.seed)
+        self._root, self._settings = root, settings
+        self._partitions = files_per_topic
+        self._before_images, self._v7 = before_images, headers_version == "7.0"
+        self._md_in_data, self._keep = md_in_data_topics, keep_messages
+        quotas = [messages // len(tables) + (i < messages % len(tables)) for i in range(len(tables))]
+        self._states = [_TableState(t, self._rng, q, headers_version, embed_data_schema)
+                        for t, q in zip(tables, quotas)]
+        self._by_topic: dict[str, list[_TableState]] = {}
+        for state in self._states:
+            self._by_topic.setdefault(state.table.topic, []).append(state)
+        self._schema_topic = _Topic(SCHEMA_TOPIC, root / SCHEMA_TOPIC, 1, settings)
+        self._topics = {name: _Topic(name, root / name, files_per_topic, settings) for name in self._by_topic}
+        self._clock_us = _TASK_START_US
+        self._sequence = 0
+        self._lsn = 0x2A_0000_0000
+        self.messages: list[DataMessage] = []
+        self.metadata: list[MetadataEntry] = []
+        self.counts: dict[str, dict[str, int]] = {s.table.name: {} for s in self._states}
+
+    def run(self) -> list[Path]:
+        """Generate everything; returns the files written."""
+        for state in self._states:
+            self._announce(state, state.version)
+        self._full_load()
+        self._change_data_capture()
+        files = self._schema_topic.close()
+        for topic in self._topics.values():
+            files += topic.close()
+        return files
+
+    # -- metadata
+
+    def _announce(self, state: _TableState, version: _TableVersion) -> None:
+        """Publish an MD message to the schema topic (and, if asked, to the data topic)."""
+        md, envelope = version.md_message(_at(self._clock_us).isoformat(timespec="milliseconds"))
+        key, millis = state.table.name.encode(), self._clock_us // 1000
+        self._schema_topic.append(0, envelope, key, millis)
+        if self._md_in_data:
+            self._topics[state.table.topic].append(0, envelope, key, millis)
+        self.metadata.append(MetadataEntry(version.schema_id, state.table.name, version.number, md,
+                                           version.data_schema_json))
+
+    # -- full load
+
+    def _full_load(self) -> None:
+        """REFRESH rows first, table by table (their headers are the same for every row)."""
+        self._clock_us += 5_000_000
+        for state in self._states:
+            version = state.version
+            for _ in range(state.refresh_quota):
+                self._clock_us += 40
+                self._publish(state, "REFRESH", state.insert(), version.refresh_headers, version.refresh_headers_avro)
+
+    # -- change data capture
+
+    def _change_data_capture(self) -> None:
+        self._clock_us += 60_000_000
+        while any(state.cdc_left for state in self._states):
+            plan = self._plan_transaction()
+            for state in dict.fromkeys(plan):
+                while state.ddl_due():
+                    self._announce(state, state.add_column())
+            self._run_transaction(plan)
+
+    def _plan_transaction(self) -> list[_TableState]:
+        """1..MAX_TRANSACTION changes on tables of one topic, chosen by their remaining quota."""
+        first = self._rng.choices(self._states, weights=[s.cdc_left for s in self._states])[0]
+        candidates = self._by_topic[first.table.topic]
+        plan = [first]
+        first.cdc_left -= 1
+        for _ in range(self._rng.randint(1, MAX_TRANSACTION) - 1):
+            weights = [s.cdc_left for s in candidates]
+            if not any(weights):
+                break
+            state = self._rng.choices(candidates, weights=weights)[0]
+            state.cdc_left -= 1
+            plan.append(state)
+        return plan
+
+    def _run_transaction(self, plan: list[_TableState]) -> None:
+        self._clock_us += self._rng.randint(200, 1_500_000)
+        commit = _at(self._clock_us)
+        sequence_prefix = commit.strftime("%Y%m%d%H%M%S%f")
+        timestamp = commit.isoformat(sep=" ", timespec="microseconds")
+        transaction_id = f"{self._rng.getrandbits(128):032X}"
+        self._lsn += self._rng.randint(1, 4_000)
+        for event, state in enumerate(plan, 1):
+            operation, change = self._change(state)
+            state.cdc_done += 1
+            self._sequence += 1
+            extra_byte = self._rng.random() < EXTRA_MASK_BYTE_RATE
+            ncols = state.version.ncols
+            headers = {"operation": operation, "changeSequence": f"{sequence_prefix}{self._sequence:015d}",
+                       "timestamp": timestamp,
+                       "streamPosition": f"{self._lsn >> 20:08X}:{self._lsn & 0xFFFFF:08X}:{event:04X}",
+                       "transactionId": transaction_id,
+                       "changeMask": mask_bytes(change.changed, ncols, extra_byte),
+                       "columnMask": mask_bytes(change.present, ncols, extra_byte)}
+            if self._v7:
+                headers.update(transactionEventCounter=event, transactionLastEvent=event == len(plan),
+                               externalSchemaId=None)
+            self._publish(state, operation, change, headers, state.version.encode_headers(headers))
+
+    def _change(self, state: _TableState) -> tuple[str, _Change]:
+        """About 50% INSERT, 40% UPDATE, 10% DELETE; only INSERT while the table is empty."""
+        draw = self._rng.random()
+        if 0.5 <= draw < 0.9 and state.can_update():
+            change = state.update()
+            if change is not None:
+                return "UPDATE", change
+        elif draw >= 0.9 and state.rows:
+            return "DELETE", state.delete()
+        return "INSERT", state.insert()
+
+    # -- encoding
+
+    def _publish(self, state: _TableState, operation: str, change: _Change, headers: dict,
+                 headers_avro: bytes) -> None:
+        """Encode one DT message, append it to the partition its key hashes to, and record it."""
+        version, data = state.version, change.data
+        envelope = version.dt_envelope(version.encode_payload(change, self._before_images, headers_avro))
+        key = "|".join(str(data[name]) for name in state.key_names).encode()
+        partition = zlib.crc32(state.table.name.encode() + b"/" + key) % self._partitions
+        millis = self._clock_us // 1000
+        path, offset = self._topics[state.table.topic].append(partition, envelope, key, millis)
+        ops = self.counts[state.table.name]
+        ops[operation] = ops.get(operation, 0) + 1
+        if self._keep:
+            self.messages.append(DataMessage(
+                state.table.name, version.schema_id, version.number, state.table.topic, partition, offset,
+                path, operation, data, change.before if self._before_images else None, headers,
+                headers["changeMask"], headers["columnMask"],
+                key, millis))
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------
+
+
+def _prepare_root(out_dir: Path, overwrite: bool) -> None:
+    """Refuse to mix with existing files; with ``overwrite`` only a previous landing zone (one
+    that has our manifest) is removed."""
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not (overwrite and (out_dir / "_manifest.json").is_file()):
+            raise FileExistsError(f"{out_dir} is not empty (overwrite=True replaces a previous landing zone)")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _check_choice(name: str, value: str, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r}; expected one of {', '.join(allowed)}")
+
+
+def _write_manifest(zone: LandingZone, settings: _Settings, options: dict) -> None:
+    by_table: dict[str, list] = {}
+    for entry in zone.metadata:
+        by_table.setdefault(entry.table, []).append({"version": entry.version, "schema_id": entry.schema_id})
+    manifest = {
+        "generator": "spark_replicate.generate",
+        "seed": settings.seed, "framing": settings.framing, "codec": settings.codec,
+        "value_schema": settings.value_schema, **options,
+        "schema_topic": SCHEMA_TOPIC,
+        "topics": {name: path.name for name, path in zone.topics.items()},
+        "data_messages": sum(sum(ops.values()) for ops in zone.counts.values()),
+        "metadata_messages": len(zone.metadata),
+        "tables": {t.name: {"topic": t.topic, "versions": by_table[t.name], "counts": zone.counts[t.name]}
+                   for t in zone.tables},
+        "files": sorted(path.relative_to(zone.root).as_posix() for path in zone.files),
+    }
+    (zone.root / "_manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+
+def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, framing: str = "avro",
+                          tables: list[TableDef] | None = None, files_per_topic: int = 2, codec: str = "null",
+                          sync_interval: int = 16000, before_images: bool = True, headers_version: str = "7.0",
+                          embed_data_schema: bool = False, value_schema: str = "record",
+                          md_in_data_topics: bool = False, keep_messages: bool = True,
+                          overwrite: bool = False) -> LandingZone:
+    """Write a Replicate landing zone under ``out_dir`` and return what it contains.
+
+    ``messages`` DT messages are split evenly among ``tables`` (default :func:`default_tables`);
+    MD messages come on top. Layout: ``_schema/`` holds every MD message (one partition), each
+    data topic is a directory with ``files_per_topic`` partitions, and ``_manifest.json`` sums it
+    up. ``keep_messages=False`` drops the per-message expectations to save memory in benchmarks.
+    """
+    _check_choice("framing", framing, FRAMINGS)
+    _check_choice("value_schema", value_schema, VALUE_SCHEMAS)
+    _check_choice("headers_version", headers_version, HEADERS_VERSIONS)
+    if messages < 0 or files_per_topic < 1:
+        raise ValueError("messages must be >= 0 and files_per_topic >= 1")
+    tables = list(default_tables() if tables is None else tables)
+    if not tables or len({t.name for t in tables}) != len(tables) or any(t.topic == SCHEMA_TOPIC for t in tables):
+        raise ValueError(f"tables must be non-empty, uniquely named and not use the topic {SCHEMA_TOPIC}")
+    root = Path(out_dir)
+    _prepare_root(root, overwrite)
+    settings = _Settings(framing, codec, sync_interval, value_schema, seed)
+    task = _Task(root, tables, messages, settings, files_per_topic, before_images, headers_version,
+                 embed_data_schema, md_in_data_topics, keep_messages)
+    files = task.run()
+    zone = LandingZone(root, root / SCHEMA_TOPIC, {t.topic: root / t.topic for t in tables}, tables,
+                       task.messages, task.metadata, files, task.counts)
+    _write_manifest(zone, settings, {"files_per_topic": files_per_topic, "before_images": before_images,
+                                     "headers_version": headers_version, "embed_data_schema": embed_data_schema,
+                                     "md_in_data_topics": md_in_data_topics})
+    return zone
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m spark_replicate.generate OUT_DIR``: write a landing zone, print its counts."""
+    parser = argparse.ArgumentParser(prog="python -m spark_replicate.generate", description=main.__doc__)
+    parser.add_argument("out_dir")
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--framing", choices=FRAMINGS, default="avro")
+    parser.add_argument("--files-per-topic", type=int, default=2)
+    parser.add_argument("--codec", default="null")
+    parser.add_argument("--value-schema", choices=VALUE_SCHEMAS, default="record")
+    parser.add_argument("--md-in-data-topics", action="store_true")
+    parser.add_argument("--overwrite", action="store_true")
+    args = parser.parse_args(argv)
+    zone = generate_landing_zone(args.out_dir, messages=args.messages, seed=args.seed, framing=args.framing,
+                                 files_per_topic=args.files_per_topic, codec=args.codec,
+                                 value_schema=args.value_schema, md_in_data_topics=args.md_in_data_topics,
+                                 keep_messages=False, overwrite=args.overwrite)
+    print(json.dumps({"root": str(zone.root), "counts": zone.expected_counts()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

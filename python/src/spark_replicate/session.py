@@ -1,0 +1,76 @@
+"""Session set-up and the typed reader shorthand."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Union
+
+import pyspark
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_replicate._jar import ReplicateSetupError, compiled_spark_version, jar_path
+
+Paths = Union[str, Iterable[str]]
+
+
+def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Adds the bundled connector jar to ``builder`` and returns it.
+
+    Call it before the first ``getOrCreate()``: a JVM cannot take the jar once it runs, so a
+    running SparkContext without it is an error rather than a silent no-op.
+    """
+    jar = str(jar_path())
+    compiled = compiled_spark_version(jar_path())
+    if compiled != pyspark.__version__:
+        raise ReplicateSetupError(
+            f"the spark-replicate jar is built for Spark {compiled} but pyspark "
+            f"{pyspark.__version__} is installed; install pyspark=={compiled}"
+        )
+    active = pyspark.SparkContext._active_spark_context
+    if active is not None:
+        jars = active.getConf().get("spark.jars", "")
+        if jar not in jars.split(","):
+            raise ReplicateSetupError(
+                "a Spark JVM is already running without the spark-replicate jar; call "
+                "spark_replicate.configure_spark(SparkSession.builder) before the first "
+                "getOrCreate(), or stop the running session first"
+            )
+        return builder
+    existing = getattr(builder, "_options", {}).get("spark.jars")
+    return builder.config("spark.jars", f"{existing},{jar}" if existing else jar)
+
+
+def _option_name(name: str) -> str:
+    """Accepts Python-style names too: ``expand_masks`` is the option ``expandMasks``."""
+    return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
+
+
+def _option_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def read(
+    spark: SparkSession,
+    path: Paths,
+    schema_topic: Paths | None = None,
+    table: str | None = None,
+    **options: object,
+) -> DataFrame:
+    """Reads landed Replicate topics: ``spark.read.format("replicate")`` with typed arguments.
+
+    ``path`` and ``schema_topic`` take one path or glob or several; ``table`` is ``SCHEMA.TABLE``;
+    other options (``mode``, ``framing``, ``expand_masks``/``expandMasks``, ...) pass through.
+    """
+    reader = spark.read.format("replicate")
+    if schema_topic is not None:
+        reader = reader.option("schemaTopic", _option_value(
+            [schema_topic] if isinstance(schema_topic, str) else list(schema_topic)))
+    if table is not None:
+        reader = reader.option("table", table)
+    for name, value in options.items():
+        reader = reader.option(_option_name(name), _option_value(value))
+    return reader.load(path if isinstance(path, str) else list(path))

@@ -1,0 +1,96 @@
+package io.sparkreplicate.catalyst
+
+import java.io.EOFException
+import java.util.IdentityHashMap
+
+import scala.util.control.NonFatal
+
+import org.apache.avro.Schema
+import org.apache.avro.io.{BinaryDecoder, DecoderFactory}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
+import io.sparkreplicate.codec.{AvroSchemas, Envelope, MessageKind, TableVersion}
+
+/** What became of one landed message. */
+sealed trait Outcome
+object Outcome {
+  case object Row extends Outcome
+  case object Metadata extends Outcome
+  /** A data message of another table: decided from the envelope, its payload never decoded. */
+  case object Filtered extends Outcome
+}
+
+/**
+ * Turns one envelope into the output row: decodes the envelope, finds the table version (by
+ * schema id, or by the embedded schema), filters other tables before touching the payload, and
+ * runs that version's converter. Converters are built on first use and cached per writer schema;
+ * the Avro decoder and the row are reused for every message.
+ */
+final class ChangeRowDecoder(spec: ReadSpec) {
+  val out = new OutputRow(spec.required, spec.layout, spec.options.columnNameOfCorruptRecord)
+  private val byId = new java.util.HashMap[String, DataRecordConverter]()
+  private val byEmbeddedSchema = new IdentityHashMap[Schema, DataRecordConverter]()
+  private var decoder: BinaryDecoder = _
+
+  def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
+    val envelope = Envelope.decode(bytes, offset, length)
+    if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
+    val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
+      val writer = AvroSchemas.parse(envelope.messageSchema)
+      val known = byEmbeddedSchema.get(writer)
+      if (known != null) known else {
+        val version = Option(envelope.schemaId).flatMap(spec.registry.get)
+          .orElse(spec.registry.byDataSchema(writer)).getOrElse(throw unknownSchemaId(envelope.schemaId))
+        val built = if (version.table == spec.layout.table) newConverter(writer, version) else null
+        byEmbeddedSchema.put(writer, built)
+        built
+      }
+    }
+    if (converter == null) return Outcome.Filtered
+    decoder = DecoderFactory.get().binaryDecoder(bytes, envelope.payloadOffset, envelope.payloadLength, decoder)
+    try converter.convert(decoder) catch {
+      case e: ReplicateException => throw e
+      case e: EOFException => throw new MalformedMessageException(ErrorId.Truncated,
+        "payload ends before its last field", e)
+      case NonFatal(e) => throw new MalformedMessageException(ErrorId.BadPayload,
+        s"payload does not decode with the table's data schema: $e", e)
+    }
+    if (!decoder.isEnd) throw new MalformedMessageException(ErrorId.TrailingBytes,
+      "bytes follow the payload's last field")
+    Outcome.Row
+  }
+
+  /** Null for a known schema id of another table. */
+  private def converterById(schemaId: String): DataRecordConverter = {
+    if (byId.containsKey(schemaId)) byId.get(schemaId)
+    else {
+      val version = (if (schemaId == null) None else spec.registry.get(schemaId))
+        .getOrElse(throw unknownSchemaId(schemaId))
+      val built = if (version.table == spec.layout.table) newConverter(version.dataSchema, version) else null
+      byId.put(schemaId, built)
+      built
+    }
+  }
+
+  private def newConverter(writer: Schema, version: TableVersion) =
+    new DataRecordConverter(writer, version, out, spec.options.expandMasks)
+
+  private def unknownSchemaId(schemaId: String) = new MalformedMessageException(ErrorId.UnknownSchemaId,
+    (if (schemaId == null) "data message has neither a schema id nor an embedded schema of a known table"
+    else s"schema id $schemaId is unknown") + s"; the registry holds ${spec.registry.describe}. " +
+      "Point `schemaTopic` at the topic that holds this table's metadata messages")
+
+  /** The row for a malformed message under PERMISSIVE: nulls, and the raw bytes with the reason. */
+  def corruptRow(bytes: Array[Byte], offset: Int, length: Int, error: ReplicateException, where: String): InternalRow = {
+    out.setAllNull()
+    if (out.corruptSlot >= 0) {
+      val raw = if (length > 0) java.util.Arrays.copyOfRange(bytes, offset, offset + length) else null
+      out.row.update(out.corruptSlot, new GenericInternalRow(Array[Any](raw,
+        UTF8String.fromString(error.errorId.name), UTF8String.fromString(s"$where: ${error.detail}"))))
+    }
+    out.row
+  }
+}

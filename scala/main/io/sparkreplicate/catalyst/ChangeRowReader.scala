@@ -1,0 +1,118 @@
+package io.sparkreplicate.catalyst
+
+import java.io.Closeable
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.sparkreplicate.{MalformedMessageException, ParseMode, ReplicateException}
+import io.sparkreplicate.files.{FileSplit, MessageSource}
+
+/** What one reader saw; every landed message lands in exactly one of the outcome counters. */
+final class ReadCounters {
+  var messagesRead = 0L
+  var rowsReturned = 0L
+  var metadataMessages = 0L
+  var filteredOut = 0L
+  var malformed = 0L
+  var dropped = 0L
+}
+
+/**
+ * Reads the splits of one task as change rows, applying the parse mode to malformed messages:
+ * FAILFAST raises with the file and position, PERMISSIVE returns a row carrying the raw bytes and
+ * the reason, DROPMALFORMED drops and counts.
+ */
+final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: ReadSpec) extends Closeable {
+  private val decoder = new ChangeRowDecoder(spec)
+  private val mode = spec.options.mode
+  val counters = new ReadCounters
+  private var remaining = splits.toList
+  private var split: FileSplit = _
+  private var source: MessageSource = _
+  private var fileName: UTF8String = _
+  private val sourceRow =
+    if (decoder.out.sourceSlot >= 0) new SpecificInternalRow(OutputColumns.sourceType.map(_.dataType)) else null
+
+  def get: InternalRow = decoder.out.row
+
+  def next(): Boolean = {
+    while (true) {
+      if (source == null && !openNext()) return false
+      val more = try source.next() catch {
+        case e: MalformedMessageException =>
+          // A broken frame: counted as one message, and the rest of the split is unreadable.
+          counters.messagesRead += 1
+          if (malformed(e, Array.emptyByteArray, 0, 0)) return true
+          false
+      }
+      if (!more) { source.close(); source = null }
+      else {
+        counters.messagesRead += 1
+        val bytes = source.bytes
+        val (offset, length) = (source.offset, source.length)
+        try {
+          decoder.decode(bytes, offset, length) match {
+            case Outcome.Row =>
+              counters.rowsReturned += 1
+              writeSource()
+              return true
+            case Outcome.Metadata => counters.metadataMessages += 1
+            case Outcome.Filtered => counters.filteredOut += 1
+          }
+        } catch {
+          case e: MalformedMessageException => if (malformed(e, bytes, offset, length)) return true
+        }
+      }
+    }
+    false
+  }
+
+  private def openNext(): Boolean = remaining match {
+    case Nil => false
+    case next :: rest =>
+      remaining = rest
+      split = next
+      fileName = UTF8String.fromString(next.path)
+      source = MessageSource.open(next, conf, spec.options.valueField)
+      true
+  }
+
+  /** True when a row (the corrupt record) is to be returned, false when the message is dropped. */
+  private def malformed(e: MalformedMessageException, bytes: Array[Byte], offset: Int, length: Int): Boolean = {
+    counters.malformed += 1
+    val where = s"${split.path}, ${source.describePosition}"
+    mode match {
+      case ParseMode.FailFast => throw new ReplicateException(e.errorId,
+        s"malformed message in $where: ${e.detail}. Set the option `mode` to PERMISSIVE to keep " +
+          "malformed messages as rows, or DROPMALFORMED to count and skip them", e)
+      case ParseMode.Permissive =>
+        decoder.corruptRow(bytes, offset, length, e, where)
+        counters.rowsReturned += 1
+        writeSource()
+        true
+      case ParseMode.DropMalformed =>
+        counters.dropped += 1
+        false
+    }
+  }
+
+  private def writeSource(): Unit = if (sourceRow != null) {
+    val r = source.record
+    sourceRow.update(0, fileName)
+    sourceRow.setLong(1, source.position)
+    sourceRow.setLong(2, source.index)
+    if (r.hasTopic) sourceRow.update(3, UTF8String.fromBytes(java.util.Arrays.copyOf(r.topic.getBytes, r.topic.getByteLength)))
+    else sourceRow.setNullAt(3)
+    if (r.hasPartition) sourceRow.setInt(4, r.partition) else sourceRow.setNullAt(4)
+    if (r.hasOffset) sourceRow.setLong(5, r.offset) else sourceRow.setNullAt(5)
+    if (r.hasTimestamp) sourceRow.setLong(6, r.timestamp * 1000L) else sourceRow.setNullAt(6)
+    if (r.hasKey) sourceRow.update(7, java.util.Arrays.copyOfRange(r.key.array(), r.key.position(), r.key.limit()))
+    else sourceRow.setNullAt(7)
+    decoder.out.row.update(decoder.out.sourceSlot, sourceRow)
+  }
+
+  override def close(): Unit = if (source != null) { source.close(); source = null }
+}

@@ -1,0 +1,263 @@
+package io.sparkreplicate.catalyst
+
+import java.nio.ByteBuffer
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.avro.Schema
+import org.apache.avro.Schema.Type._
+import org.apache.avro.io.Decoder
+import org.apache.avro.util.Utf8
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.util.GenericArrayData
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
+import io.sparkreplicate.catalyst.{OutputColumns => C}
+import io.sparkreplicate.catalyst.ValueWriters.Step
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, ChangeTimestamp, TableVersion}
+
+/**
+ * Decodes the data messages of one table version, written with one Avro schema, into an
+ * [[OutputRow]]. All decisions (which field goes where, which is skipped, how each type converts)
+ * are taken here once, as an array of steps in the writer's field order; per message only the
+ * steps run. Fields are found by name, so newer Replicate headers and reordered fields work, and
+ * fields the query did not select are skipped without being materialised.
+ */
+final class DataRecordConverter(writer: Schema, version: TableVersion, out: OutputRow, expandMasks: Boolean) {
+  private val row = out.row
+  private val layout = out.layout
+
+  // Per-message state, written by the steps.
+  private var dataIsNull = false
+  private var beforeIsNull = true
+  private var changeMask: Array[Byte] = _
+  private var columnMask: Array[Byte] = _
+
+  private val schemaIdValue = UTF8String.fromString(version.schemaId)
+  private val columnNames = version.columns.map(c => UTF8String.fromString(c.name)).toArray
+  private val columnCount = version.columns.size
+
+  private val slot = Map(Seq(C.SchemaId, C.TableVersion, C.Operation, C.ChangeSeq, C.Timestamp, C.StreamPosition,
+    C.TransactionId, C.TransactionEventCounter, C.TransactionLastEvent, C.ExternalSchemaId, C.ChangeMask,
+    C.ColumnMask, C.ChangedColumns, C.PresentColumns).map(n => n -> out.slot(n)): _*)
+  private val wantBefore = out.beforeSlot >= 0
+  private val wantMasks = Seq(C.ChangeMask, C.ColumnMask, C.ChangedColumns, C.PresentColumns).exists(slot(_) >= 0)
+
+  private val (steps, alwaysNull) = build()
+
+  def convert(in: Decoder): Unit = {
+    dataIsNull = false
+    beforeIsNull = true
+    changeMask = null
+    columnMask = null
+    var i = 0
+    while (i < alwaysNull.length) { row.setNullAt(alwaysNull(i)); i += 1 }
+    i = 0
+    while (i < steps.length) { steps(i)(in); i += 1 }
+    finish()
+  }
+
+  private def finish(): Unit = {
+    if (dataIsNull) {
+      if (beforeIsNull) throw new MalformedMessageException(ErrorId.BadPayload,
+        "both `data` and `beforeData` are null: the message carries no row image")
+      out.beforeColumnsAsImage()
+    }
+    if (wantBefore) {
+      if (beforeIsNull) row.setNullAt(out.beforeSlot)
+      else {
+        if (dataIsNull) out.beforeColumnsAsStruct()
+        row.update(out.beforeSlot, out.before)
+      }
+    }
+    setIfWanted(C.SchemaId)(row.update(_, schemaIdValue))
+    setIfWanted(C.TableVersion)(row.setLong(_, version.tableVersion))
+    if (wantMasks) {
+      writeMask(changeMask, C.ChangeMask, C.ChangedColumns)
+      writeMask(columnMask, C.ColumnMask, C.PresentColumns)
+    }
+  }
+
+  private def writeMask(mask: Array[Byte], rawColumn: String, namesColumn: String): Unit = {
+    setIfWanted(rawColumn)(o => if (mask == null) row.setNullAt(o) else row.update(o, mask))
+    if (mask != null) {
+      // Validated even when not expanded: a bit beyond the last column means a wrong schema.
+      val ordinals = ChangeMask.ordinals(mask, columnCount)
+      setIfWanted(namesColumn)(row.update(_, new GenericArrayData(ordinals.map(o => columnNames(o - 1): Any))))
+    } else setIfWanted(namesColumn)(row.setNullAt)
+  }
+
+  @inline private def setIfWanted(column: String)(set: Int => Unit): Unit = {
+    val o = slot(column)
+    if (o >= 0) set(o)
+  }
+
+  private def build(): (Array[Step], Array[Int]) = {
+    if (writer.getType != RECORD) throw new ReplicateException(ErrorId.UnsupportedType,
+      s"data schema of ${version.table} is not a record")
+    var written = Set.empty[Int]
+    val steps = writer.getFields.asScala.map { field =>
+      field.name match {
+        case "data" =>
+          val (step, slots) = recordStep(field.schema, "data", columnTargets(row, out.columnSlots), isNull => dataIsNull = isNull)
+          written ++= slots
+          step
+        case "beforeData" => beforeStep(field.schema)
+        case "headers" =>
+          val (step, slots) = headersStep(AvroSchemas.unwrapNullable(field.schema))
+          written ++= slots
+          step
+        case _ => AvroSkipper(field.schema)
+      }
+    }.toArray
+    if (!writer.getFields.asScala.exists(_.name == "data")) throw new ReplicateException(
+      ErrorId.BadMetadata, s"data schema of ${version.table} (schema id ${version.schemaId}) has no `data` field")
+    val fixed = Set(C.SchemaId, C.TableVersion, C.ChangeMask, C.ColumnMask, C.ChangedColumns, C.PresentColumns).map(slot)
+    val headerAndColumnSlots = (out.columnSlots ++ OutputColumns.headers.map(h => slot(h.name))).filter(_ >= 0).toSet
+    val alwaysNull = (headerAndColumnSlots -- written -- fixed).toArray.sorted
+    (steps, alwaysNull)
+  }
+
+  /** Where each layout column of a record goes: (row, slot). */
+  private def columnTargets(target: InternalRow, slots: Array[Int]): String => Option[(InternalRow, Int, DataType)] =
+    name => {
+      val i = layout.indexOf(name)
+      if (i >= 0 && slots(i) >= 0) Some((target, slots(i), layout.columns(i).dataType)) else None
+    }
+
+  /**
+   * A `Data` record (or `[null, Data]`) whose columns go to `targetOf`; returns the step and the
+   * slots it always writes. `onNull` learns whether the record itself was null.
+   */
+  private def recordStep(schema: Schema, what: String,
+      targetOf: String => Option[(InternalRow, Int, DataType)], onNull: Boolean => Unit): (Step, Set[Int]) = {
+    val record = AvroSchemas.unwrapNullable(schema)
+    if (record.getType != RECORD) throw new ReplicateException(ErrorId.UnsupportedType,
+      s"`$what` of ${version.table} is not a record")
+    val fieldSteps = record.getFields.asScala.map { f =>
+      targetOf(f.name) match {
+        case Some((target, o, t)) => ValueWriters.column(f.schema, t, target, o, f.name)
+        case None => AvroSkipper(f.schema)
+      }
+    }.toArray
+    val slots = record.getFields.asScala.flatMap(f => targetOf(f.name)).collect {
+      case (target, o, _) if target eq row => o
+    }.toSet
+    val readFields: Step = in => { var i = 0; while (i < fieldSteps.length) { fieldSteps(i)(in); i += 1 } }
+    if (record eq schema) (in => { onNull(false); readFields(in) }, slots)
+    else {
+      val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
+      val allSlots = slots
+      (in => {
+        val isNull = in.readIndex() == nullIndex
+        onNull(isNull)
+        if (!isNull) readFields(in)
+      }, allSlots)
+    }
+  }
+
+  /**
+   * `beforeData`: decoded into the selected before-image struct, or into the scratch row of all
+   * columns when it must stand in for a null `data`; skipped when neither needs it.
+   */
+  private def beforeStep(schema: Schema): Step = {
+    val beforeIndex = (name: String) => Option(out.beforeType.fieldNames.indexOf(name)).filter(_ >= 0)
+    val intoStruct = recordStep(schema, "beforeData", name => beforeIndex(name).map(i =>
+      (out.before, i, out.beforeType(i).dataType)), isNull => beforeIsNull = isNull)._1
+    val intoColumns = recordStep(schema, "beforeData", name => Option(layout.indexOf(name)).filter(_ >= 0).map(i =>
+      (out.beforeColumns, i, layout.columns(i).dataType)), isNull => beforeIsNull = isNull)._1
+    val skip = AvroSkipper(schema)
+    val skipNoting: Step = in => {
+      // Still learn whether it is null, which the row-image rule needs.
+      if (schema.getType == UNION) {
+        val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
+        val branch = in.readIndex()
+        beforeIsNull = branch == nullIndex
+        if (!beforeIsNull) AvroSkipper(schema.getTypes.get(branch))(in)
+      } else { beforeIsNull = false; skip(in) }
+    }
+    in => {
+      if (dataIsNull) intoColumns(in)
+      else if (wantBefore) intoStruct(in)
+      else skipNoting(in)
+    }
+  }
+
+  private def headersStep(headers: Schema): (Step, Set[Int]) = {
+    if (headers.getType != RECORD) throw new ReplicateException(ErrorId.UnsupportedType,
+      s"`headers` of ${version.table} is not a record")
+    val built = headers.getFields.asScala.map { f =>
+      val s = f.schema
+      f.name match {
+        case "operation" => header(C.Operation, s)((o, t) => ValueWriters.column(s, StringType, row, o, "operation"))
+        case "changeSequence" => header(C.ChangeSeq, s)(emptyAsNull(s, _, _))
+        case "streamPosition" => header(C.StreamPosition, s)(emptyAsNull(s, _, _))
+        case "transactionId" => header(C.TransactionId, s)(emptyAsNull(s, _, _))
+        case "externalSchemaId" => header(C.ExternalSchemaId, s)(emptyAsNull(s, _, _))
+        case "timestamp" => header(C.Timestamp, s)(timestamp(s, _, _))
+        case "transactionEventCounter" => header(C.TransactionEventCounter, s)(
+          (o, t) => ValueWriters.column(s, LongType, row, o, f.name))
+        case "transactionLastEvent" => header(C.TransactionLastEvent, s)(
+          (o, t) => ValueWriters.column(s, BooleanType, row, o, f.name))
+        case "changeMask" if wantMasks => (maskStep(s, m => changeMask = m), None)
+        case "columnMask" if wantMasks => (maskStep(s, m => columnMask = m), None)
+        case _ => (AvroSkipper(s), None)
+      }
+    }
+    val steps = built.map(_._1).toArray
+    ((in: Decoder) => { var i = 0; while (i < steps.length) { steps(i)(in); i += 1 } }, built.flatMap(_._2).toSet)
+  }
+
+  private def header(column: String, schema: Schema)(make: (Int, DataType) => Step): (Step, Option[Int]) = {
+    val o = slot(column)
+    if (o < 0) (AvroSkipper(schema), None) else (make(o, null), Some(o))
+  }
+
+  /** CDC-only header strings are empty on full-load (REFRESH) rows: surfaced as null. */
+  private def emptyAsNull(schema: Schema, o: Int, unused: DataType): Step =
+    nullableString(schema, o, (in, utf8) => {
+      val s = in.readString(utf8)
+      if (s.getByteLength == 0) row.setNullAt(o)
+      else row.update(o, UTF8String.fromBytes(java.util.Arrays.copyOf(s.getBytes, s.getByteLength)))
+    })
+
+  private def timestamp(schema: Schema, o: Int, unused: DataType): Step =
+    AvroSchemas.unwrapNullable(schema).getType match {
+      case LONG => ValueWriters.column(schema, TimestampType, row, o, "timestamp")
+      case _ => nullableString(schema, o, (in, utf8) => {
+        val s = in.readString(utf8)
+        if (s.getByteLength == 0) row.setNullAt(o)
+        else row.setLong(o, ChangeTimestamp.parseMicros(s.getBytes, 0, s.getByteLength))
+      })
+    }
+
+  private def nullableString(schema: Schema, o: Int, read: (Decoder, Utf8) => Unit): Step = {
+    val utf8 = new Utf8()
+    val inner = AvroSchemas.unwrapNullable(schema)
+    if (inner.getType != STRING) throw new ReplicateException(ErrorId.UnsupportedType,
+      s"header at slot $o has the Avro type $inner; expected a string")
+    if (inner eq schema) in => read(in, utf8)
+    else {
+      val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
+      in => if (in.readIndex() == nullIndex) row.setNullAt(o) else read(in, utf8)
+    }
+  }
+
+  private def maskStep(schema: Schema, set: Array[Byte] => Unit): Step = {
+    val inner = AvroSchemas.unwrapNullable(schema)
+    if (inner.getType != BYTES) throw new ReplicateException(ErrorId.UnsupportedType,
+      s"mask has the Avro type $inner; expected bytes")
+    var buffer = ByteBuffer.allocate(16)
+    val readMask: Step = in => {
+      buffer = in.readBytes(buffer)
+      set(java.util.Arrays.copyOfRange(buffer.array(), buffer.position(), buffer.limit()))
+    }
+    if (inner eq schema) readMask
+    else {
+      val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
+      in => if (in.readIndex() == nullIndex) set(null) else readMask(in)
+    }
+  }
+}

@@ -1,0 +1,64 @@
+package io.sparkreplicate.catalyst
+
+import org.apache.spark.sql.types._
+
+import io.sparkreplicate.{ParseMode, ReplicateOptions}
+
+/**
+ * The output columns of the flat layout. The `header__` prefix is Replicate's own change-table
+ * convention, so the result feeds MERGE flows keyed on the primary key and ordered by
+ * `header__change_seq`.
+ */
+object OutputColumns {
+  val SchemaId = "header__schema_id"
+  val TableVersion = "header__table_version"
+  val Operation = "header__operation"
+  val ChangeSeq = "header__change_seq"
+  val Timestamp = "header__timestamp"
+  val StreamPosition = "header__stream_position"
+  val TransactionId = "header__transaction_id"
+  val TransactionEventCounter = "header__transaction_event_counter"
+  val TransactionLastEvent = "header__transaction_last_event"
+  val ExternalSchemaId = "header__external_schema_id"
+  val ChangeMask = "header__change_mask"
+  val ColumnMask = "header__column_mask"
+  val ChangedColumns = "header__changed_columns"
+  val PresentColumns = "header__present_columns"
+  val BeforeImage = "header__before_image"
+  val Source = "header__source"
+
+  val headers: Seq[StructField] = Seq(
+    SchemaId -> StringType, TableVersion -> LongType, Operation -> StringType,
+    ChangeSeq -> StringType, Timestamp -> TimestampType, StreamPosition -> StringType,
+    TransactionId -> StringType, TransactionEventCounter -> LongType,
+    TransactionLastEvent -> BooleanType, ExternalSchemaId -> StringType,
+    ChangeMask -> BinaryType, ColumnMask -> BinaryType
+  ).map { case (name, t) => StructField(name, t, nullable = true) }
+
+  val sourceType: StructType = StructType(Seq(
+    StructField("file", StringType, nullable = false),
+    StructField("position", LongType, nullable = false),
+    StructField("index", LongType, nullable = false),
+    StructField("topic", StringType),
+    StructField("partition", IntegerType),
+    StructField("offset", LongType),
+    StructField("timestamp", TimestampType),
+    StructField("key", BinaryType)))
+
+  val corruptRecordType: StructType = StructType(Seq(
+    StructField("bytes", BinaryType),
+    StructField("reason", StringType, nullable = false),
+    StructField("message", StringType, nullable = false)))
+
+  def schema(layout: TableLayout, options: ReplicateOptions): StructType = {
+    val masks = if (options.expandMasks) {
+      Seq(ChangedColumns, PresentColumns).map(StructField(_, ArrayType(StringType, containsNull = false)))
+    } else Nil
+    val source = if (options.includeSource) Seq(StructField(Source, sourceType)) else Nil
+    val corrupt = if (options.mode == ParseMode.Permissive) {
+      Seq(StructField(options.columnNameOfCorruptRecord, corruptRecordType))
+    } else Nil
+    StructType(layout.columns ++ headers ++ masks ++
+      Seq(StructField(BeforeImage, layout.struct)) ++ source ++ corrupt)
+  }
+}

@@ -1,0 +1,52 @@
+package io.sparkreplicate.catalyst
+
+import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * The one mutable row a reader fills for every message, and where each output column lives in
+ * it (-1 when the query did not select the column, so nothing is decoded for it). The row is
+ * reused: Spark copies it into an UnsafeRow before asking for the next one.
+ *
+ * `beforeColumns` is a scratch row with every table column, for `beforeData` when it must become
+ * the row image (a message whose `data` is null); the selected before-image struct may be pruned
+ * to fewer fields and has its own row.
+ */
+final class OutputRow(val required: StructType, val layout: TableLayout, corruptColumn: String) {
+  val row = new SpecificInternalRow(required.fields.map(_.dataType).toIndexedSeq)
+
+  def slot(name: String): Int = required.fieldNames.indexOf(name)
+
+  val columnSlots: Array[Int] = layout.columns.map(c => slot(c.name)).toArray
+  val beforeSlot: Int = slot(OutputColumns.BeforeImage)
+  val beforeType: StructType =
+    if (beforeSlot < 0) new StructType() else required(beforeSlot).dataType.asInstanceOf[StructType]
+  val before = new SpecificInternalRow(beforeType.fields.map(_.dataType).toIndexedSeq)
+  val beforeColumns = new SpecificInternalRow(layout.columns.map(_.dataType))
+  val sourceSlot: Int = slot(OutputColumns.Source)
+  val corruptSlot: Int = slot(corruptColumn)
+
+  def setAllNull(): Unit = {
+    var i = 0
+    while (i < row.numFields) { row.setNullAt(i); i += 1 }
+  }
+
+  /** Copies the table columns of `beforeColumns` into the row image, the rare `data` = null case. */
+  def beforeColumnsAsImage(): Unit = copyColumns(beforeColumns, row, columnSlots)
+
+  /** Copies `beforeColumns` into the (maybe pruned) before-image struct. */
+  def beforeColumnsAsStruct(): Unit =
+    copyColumns(beforeColumns, before, layout.columns.map(c => beforeType.fieldNames.indexOf(c.name)).toArray)
+
+  private def copyColumns(from: SpecificInternalRow, to: SpecificInternalRow, slots: Array[Int]): Unit = {
+    var i = 0
+    while (i < slots.length) {
+      val target = slots(i)
+      if (target >= 0) {
+        val t: DataType = layout.columns(i).dataType
+        if (from.isNullAt(i)) to.setNullAt(target) else to.update(target, from.get(i, t))
+      }
+      i += 1
+    }
+  }
+}

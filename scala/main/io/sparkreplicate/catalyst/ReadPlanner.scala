@@ -1,0 +1,75 @@
+package io.sparkreplicate.catalyst
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.FileStatus
+import org.apache.spark.sql.types.StructType
+
+import io.sparkreplicate.{ErrorId, Framing, ReplicateException, ReplicateOptions}
+import io.sparkreplicate.codec.{SchemaRegistry, TableVersion}
+import io.sparkreplicate.files.{FileSplit, LandingFiles, MessageSource, SplitPlanner}
+
+/** The driver's decisions for one read: what to read, with which metadata, as which table. */
+final case class ReadPlan(
+    options: ReplicateOptions,
+    files: Seq[FileStatus],
+    registry: SchemaRegistry,
+    layout: TableLayout) {
+  lazy val schema: StructType = OutputColumns.schema(layout, options)
+}
+
+object ReadPlanner {
+
+  /**
+   * @param scanDataTopics collects the metadata messages found among the data files, when no
+   *                       schema topic is given; the DSv2 layer runs it as a Spark job
+   */
+  def plan(options: ReplicateOptions, conf: Configuration,
+      scanDataTopics: Seq[FileSplit] => Seq[TableVersion]): ReadPlan = {
+    val files = LandingFiles.list(options.paths, conf)
+    val registry = if (options.schemaTopic.nonEmpty) {
+      val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
+      SchemaRegistry.build(wholeFileSplits(schemaFiles, options.framing)
+        .flatMap(MetadataScanner.scan(_, conf, options.valueField, strict = true)), options.schemaTopic)
+    } else {
+      SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
+    }
+    ReadPlan(options, files, registry, TableLayout.of(selectTable(options, registry), versionsOf(options, registry)))
+  }
+
+  def wholeFileSplits(files: Seq[FileStatus], framing: Framing): Seq[FileSplit] =
+    files.map(f => FileSplit(f.getPath.toString, 0, f.getLen, f.getLen, framing))
+
+  /** Splits for the data read; only large files are sniffed on the driver, to be cut at sync markers. */
+  def dataSplits(plan: ReadPlan, conf: Configuration, planner: SplitPlanner): Seq[Seq[FileSplit]] = {
+    val maxSplit = planner.maxSplitBytes(plan.files)
+    planner.plan(plan.files, file =>
+      if (plan.options.framing != Framing.Auto || file.getLen <= maxSplit) plan.options.framing
+      else MessageSource.sniff(file.getPath, conf))
+  }
+
+  private def selectTable(options: ReplicateOptions, registry: SchemaRegistry) = {
+    val tables = registry.tables.keys.toSeq.sortBy(_.toString)
+    def listed = tables.mkString(", ")
+    options.table match {
+      case Some(wanted) =>
+        tables.find(_ == wanted)
+          .orElse(tables.filter(_.toString.equalsIgnoreCase(wanted.toString)) match {
+            case Seq(only) => Some(only)
+            case _ => None
+          })
+          .getOrElse(throw new ReplicateException(ErrorId.TableNotFound,
+            s"table $wanted has no metadata; the registry holds ${registry.describe}: $listed"))
+      case None => tables match {
+        case Seq(only) => only
+        case Seq() => throw new ReplicateException(ErrorId.NoMetadata,
+          s"no metadata (MD) message was found in ${registry.origins.mkString(", ")}; set the option " +
+            "`schemaTopic` to the landed topic that holds Replicate's metadata messages")
+        case _ => throw new ReplicateException(ErrorId.TableRequired,
+          s"the input holds ${tables.size} tables ($listed); set the option `table` to one of them")
+      }
+    }
+  }
+
+  private def versionsOf(options: ReplicateOptions, registry: SchemaRegistry): Seq[TableVersion] =
+    registry.tables(selectTable(options, registry))
+}

@@ -1,0 +1,13 @@
+package io.sparkreplicate.catalyst
+
+import org.apache.spark.sql.types.StructType
+
+import io.sparkreplicate.ReplicateOptions
+import io.sparkreplicate.codec.SchemaRegistry
+
+/** Everything an executor needs to turn landed messages into rows; broadcast once per scan. */
+final case class ReadSpec(
+    options: ReplicateOptions,
+    registry: SchemaRegistry,
+    layout: TableLayout,
+    required: StructType)

@@ -1,0 +1,17 @@
+package io.sparkreplicate.v2
+
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+
+import io.sparkreplicate.catalyst.ReadSpec
+import io.sparkreplicate.files.SerializableConfiguration
+
+final class ReplicatePartitionReaderFactory(
+    spec: Broadcast[ReadSpec],
+    conf: Broadcast[SerializableConfiguration]) extends PartitionReaderFactory {
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
+    new ReplicatePartitionReader(partition.asInstanceOf[ReplicateInputPartition].splits.toSeq,
+      conf.value.value, spec.value)
+}

@@ -1,0 +1,52 @@
+package io.sparkreplicate.v2
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.network.util.JavaUtils
+import org.apache.spark.sql.SparkSession
+
+import io.sparkreplicate.ReplicateOptions
+import io.sparkreplicate.catalyst.{MetadataScanner, ReadPlan, ReadPlanner}
+import io.sparkreplicate.codec.TableVersion
+import io.sparkreplicate.files.{FileSplit, SerializableConfiguration, SplitPlanner}
+
+/** Binds the format layer's planner to the active session: its configuration and its cluster. */
+private[v2] object ReplicatePlanning {
+  /** Below this much data-topic input, metadata is collected on the driver instead of by a job. */
+  private val DriverScanBytes = 32L * 1024 * 1024
+
+  def plan(options: Map[String, String]): ReadPlan = {
+    val spark = SparkSession.active
+    val parsed = ReplicateOptions.parse(options,
+      spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"))
+    val conf = hadoopConf(spark, options)
+    ReadPlanner.plan(parsed, conf, scanDataTopics(spark, conf, parsed))
+  }
+
+  /** Like Spark's file sources, every read option is also visible to the Hadoop file system. */
+  def hadoopConf(spark: SparkSession, options: Map[String, String]): Configuration = {
+    val conf = new Configuration(spark.sparkContext.hadoopConfiguration)
+    options.foreach { case (k, v) => if (k != "path" && k != "paths") conf.set(k, v) }
+    conf
+  }
+
+  def splitPlanner(spark: SparkSession): SplitPlanner = SplitPlanner(
+    maxPartitionBytes = bytes(spark, "spark.sql.files.maxPartitionBytes", "128m"),
+    openCostInBytes = bytes(spark, "spark.sql.files.openCostInBytes", "4m"),
+    minPartitions = spark.conf.getOption("spark.sql.files.minPartitionNum").map(_.toInt)
+      .getOrElse(spark.sparkContext.defaultParallelism))
+
+  private def bytes(spark: SparkSession, key: String, default: String): Long =
+    JavaUtils.byteStringAsBytes(spark.conf.get(key, default))
+
+  private def scanDataTopics(spark: SparkSession, conf: Configuration, options: ReplicateOptions)
+      (splits: Seq[FileSplit]): Seq[TableVersion] =
+    if (splits.map(_.length).sum <= DriverScanBytes) {
+      splits.flatMap(MetadataScanner.scan(_, conf, options.valueField, strict = false))
+    } else {
+      val shipped = new SerializableConfiguration(conf)
+      val valueField = options.valueField
+      spark.sparkContext.parallelize(splits, math.max(1, math.min(splits.size, spark.sparkContext.defaultParallelism * 4)))
+        .mapPartitions(_.flatMap(MetadataScanner.scan(_, shipped.value, valueField, strict = false)))
+        .collect().toSeq
+    }
+}

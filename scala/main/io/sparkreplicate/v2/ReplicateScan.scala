@@ -1,0 +1,38 @@
+package io.sparkreplicate.v2
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.metric.CustomMetric
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.types.StructType
+
+import io.sparkreplicate.catalyst.{ReadPlan, ReadPlanner, ReadSpec}
+import io.sparkreplicate.files.SerializableConfiguration
+
+final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required: StructType) extends Scan with Batch {
+  private lazy val spark = SparkSession.active
+  private lazy val conf = ReplicatePlanning.hadoopConf(spark, options)
+
+  private lazy val partitions: Array[InputPartition] =
+    ReadPlanner.dataSplits(plan, conf, ReplicatePlanning.splitPlanner(spark))
+      .map(splits => ReplicateInputPartition(splits.toArray): InputPartition).toArray
+
+  override def readSchema(): StructType = required
+  override def toBatch: Batch = this
+
+  override def description(): String = {
+    val versions = plan.registry.tables(plan.layout.table).map(_.tableVersion).mkString(",")
+    s"Replicate [table=${plan.layout.table}, versions=$versions, files=${plan.files.size}, " +
+      s"mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
+  }
+
+  override def planInputPartitions(): Array[InputPartition] = partitions
+
+  override def createReaderFactory(): PartitionReaderFactory = {
+    val sc = spark.sparkContext
+    new ReplicatePartitionReaderFactory(
+      sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required)),
+      sc.broadcast(new SerializableConfiguration(conf)))
+  }
+
+  override def supportedCustomMetrics(): Array[CustomMetric] = ReplicateMetrics.all
+}

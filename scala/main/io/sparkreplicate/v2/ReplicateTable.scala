@@ -1,0 +1,18 @@
+package io.sparkreplicate.v2
+
+import java.util
+
+import org.apache.spark.sql.connector.catalog.{SupportsRead, TableCapability}
+import org.apache.spark.sql.connector.read.ScanBuilder
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+import io.sparkreplicate.catalyst.ReadPlan
+
+/** @param options the reader's options as given, for the Hadoop file system configuration */
+final class ReplicateTable(plan: ReadPlan, options: Map[String, String]) extends SupportsRead {
+  override def name(): String = s"replicate ${plan.layout.table}"
+  override def schema(): StructType = plan.schema
+  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ)
+  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = new ReplicateScanBuilder(plan, this.options)
+}
