@@ -6,9 +6,10 @@ exactly that, deterministically for a seed, from an in-memory model of each sour
 keeps a copy of every data message it wrote (values exactly as encoded) so the end-to-end tests
 can compare what the Spark reader returns with what was generated, row by row.
 
-Wire format: see DESIGN.md sections 1 and 2. Everything is encoded with fastavro's
-``schemaless_writer`` on schemas parsed once per table version, which keeps the generator fast
-enough for benchmark-sized landing zones.
+Wire format: see DESIGN.md sections 1 and 2. All Avro is written by fastavro (``schemaless_writer``
+on schemas parsed once per table version, ``Writer`` for container files). For speed, the parts
+that repeat are encoded once and reused: the envelope fields before ``message``, each row image
+(sent again as the before-image of its next UPDATE or DELETE), and the full-load headers.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import re
 import shutil
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -871,7 +872,6 @@ class _Task:
                  files_per_topic: int, before_images: bool, headers_version: str,
                  embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool):
         self._rng = random.Random(settings.seed)
-        self._root, self._settings = root, settings
         self._partitions = files_per_topic
         self._before_images, self._v7 = before_images, headers_version == "7.0"
         self._md_in_data, self._keep = md_in_data_topics, keep_messages
@@ -922,7 +922,8 @@ class _Task:
             version = state.version
             for _ in range(state.refresh_quota):
                 self._clock_us += 40
-                self._publish(state, "REFRESH", state.insert(), version.refresh_headers, version.refresh_headers_avro)
+                self._publish(state, "REFRESH", state.insert(), version.refresh_headers,
+                              version.refresh_headers_avro)
 
     # -- change data capture
 
@@ -1002,8 +1003,7 @@ class _Task:
             self.messages.append(DataMessage(
                 state.table.name, version.schema_id, version.number, state.table.topic, partition, offset,
                 path, operation, data, change.before if self._before_images else None, headers,
-                headers["changeMask"], headers["columnMask"],
-                key, millis))
+                headers["changeMask"], headers["columnMask"], key, millis))
 
 
 # --------------------------------------------------------------------------------------------

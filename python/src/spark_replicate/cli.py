@@ -1,0 +1,97 @@
+"""``spark-replicate``: generate a realistic landing zone, or run the demo on one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from spark_replicate import generate
+
+DEMO_TABLE = "HR.EMPLOYEES"
+
+
+def _add_generate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--messages", type=int, default=5000, help="data messages in all (default 5000)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--framing", choices=generate.FRAMINGS, default="avro")
+    parser.add_argument("--files-per-topic", type=int, default=2, help="Kafka partitions per topic")
+    parser.add_argument("--codec", default="null", help="Avro container codec: null or deflate")
+    parser.add_argument("--value-schema", choices=generate.VALUE_SCHEMAS, default="record",
+                        help="container records: Kafka-style record with a `value` field, or bare bytes")
+    parser.add_argument("--md-in-data-topics", action="store_true",
+                        help="also write the metadata messages into the data topics")
+
+
+def _generate(out_dir: Path, args: argparse.Namespace, keep_messages: bool = False) -> generate.LandingZone:
+    return generate.generate_landing_zone(
+        out_dir, messages=args.messages, seed=args.seed, framing=args.framing,
+        files_per_topic=args.files_per_topic, codec=args.codec, value_schema=args.value_schema,
+        md_in_data_topics=args.md_in_data_topics, keep_messages=keep_messages, overwrite=True)
+
+
+def _run_generate(args: argparse.Namespace) -> int:
+    zone = _generate(Path(args.out_dir), args)
+    print(json.dumps({"root": str(zone.root), "schema_topic": str(zone.schema_topic),
+                      "topics": {name: str(path) for name, path in zone.topics.items()},
+                      "counts": zone.expected_counts()}, indent=2))
+    return 0
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    # Imported here so that `generate` works without starting (or even importing) Spark.
+    from pyspark.sql import SparkSession, functions as F
+
+    import spark_replicate
+
+    zone = _generate(Path(args.dir), args)
+    topic = zone.topics[next(t.topic for t in zone.tables if t.name == args.table)]
+    print(f"Landing zone: {zone.root}  (schema topic {zone.schema_topic.name}, data topics "
+          f"{', '.join(sorted(zone.topics))})")
+    spark = (spark_replicate.configure_spark(SparkSession.builder.master(args.master).appName("spark-replicate demo"))
+             .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        changes = spark_replicate.read(spark, str(topic), schema_topic=str(zone.schema_topic), table=args.table)
+        key = [c for c in changes.columns if not c.startswith("header__")][:3]
+        print(f"\n{args.table}: change rows, oldest CDC changes first")
+        (changes.where(F.col("header__operation") != "REFRESH")
+         .orderBy("header__change_seq")
+         .select(*key, "header__operation", "header__change_seq", "header__timestamp",
+                 "header__changed_columns")
+         .show(8, truncate=48))
+        counts = {r["header__operation"]: r["count"] for r in changes.groupBy("header__operation").count().collect()}
+        print("Rows per operation:")
+        for op in ("REFRESH", "INSERT", "UPDATE", "DELETE"):
+            print(f"  {op:<8}{counts.get(op, 0):>8}")
+        expected = zone.expected_counts()[args.table]
+        ok = all(counts.get(op, 0) == n for op, n in expected.items()) and sum(counts.values()) == sum(expected.values())
+        print(f"Matches the generated messages exactly: {'yes' if ok else 'NO'} ({sum(counts.values())} rows)")
+        return 0 if ok else 1
+    finally:
+        spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="spark-replicate", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    gen = commands.add_parser("generate", help="write a realistic Replicate landing zone")
+    gen.add_argument("out_dir")
+    _add_generate_arguments(gen)
+    gen.set_defaults(run=_run_generate)
+
+    demo = commands.add_parser("demo", help="generate a landing zone, read one table, show it")
+    demo.add_argument("--dir", default="demo-landing", help="where to write the landing zone")
+    demo.add_argument("--table", default=DEMO_TABLE)
+    demo.add_argument("--master", default="local[2]")
+    _add_generate_arguments(demo)
+    demo.set_defaults(run=_run_demo)
+
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
