@@ -13,6 +13,7 @@ import re
 import struct
 import sys
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from pathlib import Path
 
 import fastavro
@@ -360,6 +361,8 @@ def test_transactions(avro_zone):
     assert len({g[0].headers["transactionId"] for g in groups}) == len(groups), "a transaction is contiguous"
     assert {len(g) for g in groups} <= set(range(1, 6)) and max(len(g) for g in groups) > 1
     assert any(len({m.table for m in g}) > 1 for g in groups), "some transactions span tables"
+    commit_times = [g[0].headers["timestamp"] for g in groups]
+    assert commit_times == sorted(set(commit_times)), "each transaction commits later than the previous"
     for group in groups:
         assert len({m.topic for m in group}) == 1
         assert len({m.headers["timestamp"] for m in group}) == 1
@@ -435,8 +438,10 @@ def test_values_are_encoded_as_replicate_sends_them_without_logical_types(avro_z
                 assert nulls == 0, column.name
             for value in filter(lambda v: v is not None, values):
                 if column.source_type == "NUMERIC":
-                    digits = rf"-?\d{{1,{column.precision - column.scale}}}\.\d{{{column.scale}}}"
-                    assert re.fullmatch(digits, value), (column.name, value)
+                    whole, scale = column.precision - column.scale, column.scale
+                    pattern = rf"-?\d{{1,{whole}}}\.\d{{{scale}}}" if scale else rf"-?\d{{1,{whole}}}"
+                    assert re.fullmatch(pattern, value), (column.name, value)
+                    assert not (value.startswith("-") and Decimal(value) == 0), (column.name, value)
                 else:
                     assert checks[column.source_type](value), (column.name, value)
                 if column.source_type in ("STRING", "WSTRING"):

@@ -14,7 +14,6 @@ that repeat are encoded once and reused: the envelope fields before ``message``,
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
@@ -105,7 +104,7 @@ _AVRO_TYPE = {
     "DATETIME": "string",
     "NUMERIC": "string",
 }
-# MD `length` Replicate reports when the column declares none (display width of integers).
+# MD `length` when the column declares none: display width of integers, typical string sizes.
 _NATURAL_LENGTH = {"INT1": 3, "INT2": 5, "INT4": 10, "INT8": 19, "STRING": 255, "WSTRING": 255, "BYTES": 2000}
 _INTEGER_TYPES = ("INT1", "INT2", "INT4", "INT8")
 _STRING_TYPES = ("STRING", "WSTRING")
@@ -424,7 +423,7 @@ def _numeric_generator(column: ColumnDef, rng: random.Random) -> Callable[[], st
 
     def numeric() -> str:
         unscaled = randrange(10 ** (1 + int(rand() * precision)))
-        sign = "-" if rand() < 0.05 else ""
+        sign = "-" if rand() < 0.05 and unscaled else ""
         if not scale:
             return f"{sign}{unscaled}"
         whole, fraction = divmod(unscaled, 10 ** scale)
@@ -495,7 +494,12 @@ def _key_generator(table: TableDef, rng: random.Random) -> Callable[[], tuple]:
 
 @dataclass
 class DataMessage:
-    """One DT message as written: payload values exactly as encoded (raw empty strings kept)."""
+    """One DT message as written: payload values exactly as encoded (raw empty strings kept).
+
+    ``data``/``before`` map column names to values in ordinal order; ``key`` and ``timestamp_ms``
+    are the Kafka record key and timestamp (also in the ``avro`` framing's container records).
+    Messages may share dicts with each other: treat them as read-only.
+    """
 
     table: str
     schema_id: str
@@ -553,6 +557,8 @@ class LandingZone:
 
 @dataclass(frozen=True)
 class _Settings:
+    """How topics are landed."""
+
     framing: str
     codec: str
     sync_interval: int
@@ -627,7 +633,6 @@ class _Topic:
     """A Kafka topic landed as a directory: one sink per partition, offsets from 0 in each."""
 
     def __init__(self, name: str, directory: Path, partitions: int, settings: _Settings):
-        self.name, self.directory = name, directory
         directory.mkdir(parents=True)
         self._sinks = [_SINKS[settings.framing](directory, name, p, settings) for p in range(partitions)]
         self._next_offset = [0] * partitions
@@ -704,17 +709,14 @@ class _TableVersion:
 
     def md_message(self, timestamp: str) -> tuple[dict, bytes]:
         """The MD payload announcing this version, and its envelope."""
-        ordinal = {c.name: i for i, c in enumerate(self.columns, 1)}
-        by_name = {c.name: c for c in self.columns}
+        described = {c.name: {"ordinal": ordinal, "type": c.source_type, "length": c.length,
+                              "precision": c.precision, "scale": c.scale, "primaryKeyPosition": c.pk_position,
+                              "nullable": c.nullable} for ordinal, c in enumerate(self.columns, 1)}
         md = {
             "schemaId": self.schema_id,
             "lineage": {"server": _SERVER, "task": _TASK, "schema": self.table.schema, "table": self.table.table,
                         "tableVersion": self.number, "timestamp": timestamp},
-            "tableStructure": {"tableColumns": {name: {
-                "ordinal": ordinal[name], "type": by_name[name].source_type, "length": by_name[name].length,
-                "precision": by_name[name].precision, "scale": by_name[name].scale,
-                "primaryKeyPosition": by_name[name].pk_position, "nullable": by_name[name].nullable,
-            } for name in self.column_order}},
+            "tableStructure": {"tableColumns": {name: described[name] for name in self.column_order}},
             "dataSchema": self.data_schema_json,
         }
         return md, encode_envelope("MD", _avro_bytes(self._md_writer, md), self.schema_id, self.md_schema_json)
@@ -1078,27 +1080,3 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                                      "headers_version": headers_version, "embed_data_schema": embed_data_schema,
                                      "md_in_data_topics": md_in_data_topics})
     return zone
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m spark_replicate.generate OUT_DIR``: write a landing zone, print its counts."""
-    parser = argparse.ArgumentParser(prog="python -m spark_replicate.generate", description=main.__doc__)
-    parser.add_argument("out_dir")
-    parser.add_argument("--messages", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--framing", choices=FRAMINGS, default="avro")
-    parser.add_argument("--files-per-topic", type=int, default=2)
-    parser.add_argument("--codec", default="null")
-    parser.add_argument("--value-schema", choices=VALUE_SCHEMAS, default="record")
-    parser.add_argument("--md-in-data-topics", action="store_true")
-    parser.add_argument("--overwrite", action="store_true")
-    args = parser.parse_args(argv)
-    zone = generate_landing_zone(args.out_dir, messages=args.messages, seed=args.seed, framing=args.framing,
-                                 files_per_topic=args.files_per_topic, codec=args.codec,
-                                 value_schema=args.value_schema, md_in_data_topics=args.md_in_data_topics,
-                                 keep_messages=False, overwrite=args.overwrite)
-    print(json.dumps({"root": str(zone.root), "counts": zone.expected_counts()}, indent=2))
-
-
-if __name__ == "__main__":
-    main()

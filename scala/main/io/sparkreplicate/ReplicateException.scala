@@ -17,6 +17,7 @@ object ErrorId {
   case object BadPayload extends ErrorId("REPLICATE_BAD_PAYLOAD")
   case object BadMask extends ErrorId("REPLICATE_BAD_MASK")
   case object BadValue extends ErrorId("REPLICATE_BAD_VALUE")
+  case object InvalidUtf8 extends ErrorId("REPLICATE_INVALID_UTF8")
   case object UnknownSchemaId extends ErrorId("REPLICATE_UNKNOWN_SCHEMA_ID")
   case object BadEmbeddedSchema extends ErrorId("REPLICATE_BAD_EMBEDDED_SCHEMA")
   case object BadFrame extends ErrorId("REPLICATE_BAD_FRAME")

@@ -1,18 +1,16 @@
 package io.sparkreplicate.catalyst
 
-import java.io.EOFException
 import java.util.IdentityHashMap
 
 import scala.util.control.NonFatal
 
 import org.apache.avro.Schema
-import org.apache.avro.io.{BinaryDecoder, DecoderFactory}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, Envelope, MessageKind, TableVersion}
+import io.sparkreplicate.codec.{AvroSchemas, Envelope, MessageKind, SliceDecoder, TableVersion}
 
 /** What became of one landed message. */
 sealed trait Outcome
@@ -33,10 +31,10 @@ final class ChangeRowDecoder(spec: ReadSpec) {
   val out = new OutputRow(spec.required, spec.layout, spec.options.columnNameOfCorruptRecord)
   private val byId = new java.util.HashMap[String, DataRecordConverter]()
   private val byEmbeddedSchema = new IdentityHashMap[Schema, DataRecordConverter]()
-  private var decoder: BinaryDecoder = _
+  private val decoder = new SliceDecoder
 
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
-    val envelope = Envelope.decode(bytes, offset, length)
+    val envelope = Envelope.decode(decoder, bytes, offset, length)
     if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
       val writer = AvroSchemas.parse(envelope.messageSchema)
@@ -50,11 +48,9 @@ final class ChangeRowDecoder(spec: ReadSpec) {
       }
     }
     if (converter == null) return Outcome.Filtered
-    decoder = DecoderFactory.get().binaryDecoder(bytes, envelope.payloadOffset, envelope.payloadLength, decoder)
+    decoder.reset(bytes, envelope.payloadOffset, envelope.payloadLength)
     try converter.convert(decoder) catch {
       case e: ReplicateException => throw e
-      case e: EOFException => throw new MalformedMessageException(ErrorId.Truncated,
-        "payload ends before its last field", e)
       case NonFatal(e) => throw new MalformedMessageException(ErrorId.BadPayload,
         s"payload does not decode with the table's data schema: $e", e)
     }

@@ -129,7 +129,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
 
   /**
    * A `Data` record (or `[null, Data]`) whose columns go to `targetOf`; returns the step and the
-   * slots it always writes. `onNull` learns whether the record itself was null.
+   * slots of the output row it always writes. `onNull` learns whether the record itself was null.
    */
   private def recordStep(schema: Schema, what: String,
       targetOf: String => Option[(InternalRow, Int, DataType)], onNull: Boolean => Unit): (Step, Set[Int]) = {
@@ -146,42 +146,40 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
       case (target, o, _) if target eq row => o
     }.toSet
     val readFields: Step = in => { var i = 0; while (i < fieldSteps.length) { fieldSteps(i)(in); i += 1 } }
-    if (record eq schema) (in => { onNull(false); readFields(in) }, slots)
+    (nullableRecord(schema, what, readFields, onNull), slots)
+  }
+
+  /** Runs `read` for a record or the record branch of `[null, record]`, reporting nullness. */
+  private def nullableRecord(schema: Schema, what: String, read: Step, onNull: Boolean => Unit): Step =
+    if (schema.getType != UNION) in => { onNull(false); read(in) }
     else {
       val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
-      val allSlots = slots
-      (in => {
-        val isNull = in.readIndex() == nullIndex
-        onNull(isNull)
-        if (!isNull) readFields(in)
-      }, allSlots)
+      in => {
+        val branch = in.readIndex()
+        if (branch != nullIndex && branch != 1 - nullIndex) throw new MalformedMessageException(
+          ErrorId.BadPayload, s"`$what`: union branch $branch out of range")
+        onNull(branch == nullIndex)
+        if (branch != nullIndex) read(in)
+      }
     }
-  }
 
   /**
    * `beforeData`: decoded into the selected before-image struct, or into the scratch row of all
-   * columns when it must stand in for a null `data`; skipped when neither needs it.
+   * columns when it must stand in for a null `data`; otherwise skipped (but its nullness noted,
+   * which the row-image rule needs).
    */
   private def beforeStep(schema: Schema): Step = {
-    val beforeIndex = (name: String) => Option(out.beforeType.fieldNames.indexOf(name)).filter(_ >= 0)
-    val intoStruct = recordStep(schema, "beforeData", name => beforeIndex(name).map(i =>
-      (out.before, i, out.beforeType(i).dataType)), isNull => beforeIsNull = isNull)._1
-    val intoColumns = recordStep(schema, "beforeData", name => Option(layout.indexOf(name)).filter(_ >= 0).map(i =>
-      (out.beforeColumns, i, layout.columns(i).dataType)), isNull => beforeIsNull = isNull)._1
-    val skip = AvroSkipper(schema)
-    val skipNoting: Step = in => {
-      // Still learn whether it is null, which the row-image rule needs.
-      if (schema.getType == UNION) {
-        val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
-        val branch = in.readIndex()
-        beforeIsNull = branch == nullIndex
-        if (!beforeIsNull) AvroSkipper(schema.getTypes.get(branch))(in)
-      } else { beforeIsNull = false; skip(in) }
-    }
+    val noteNull: Boolean => Unit = isNull => beforeIsNull = isNull
+    val beforeFields = out.beforeType.fieldNames
+    val intoStruct = recordStep(schema, "beforeData", name => Option(beforeFields.indexOf(name)).filter(_ >= 0)
+      .map(i => (out.before, i, out.beforeType(i).dataType)), noteNull)._1
+    val intoColumns = recordStep(schema, "beforeData", name => Option(layout.indexOf(name)).filter(_ >= 0)
+      .map(i => (out.beforeColumns, i, layout.columns(i).dataType)), noteNull)._1
+    val skip = nullableRecord(schema, "beforeData", AvroSkipper(AvroSchemas.unwrapNullable(schema)), noteNull)
     in => {
       if (dataIsNull) intoColumns(in)
       else if (wantBefore) intoStruct(in)
-      else skipNoting(in)
+      else skip(in)
     }
   }
 
@@ -191,16 +189,16 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     val built = headers.getFields.asScala.map { f =>
       val s = f.schema
       f.name match {
-        case "operation" => header(C.Operation, s)((o, t) => ValueWriters.column(s, StringType, row, o, "operation"))
-        case "changeSequence" => header(C.ChangeSeq, s)(emptyAsNull(s, _, _))
-        case "streamPosition" => header(C.StreamPosition, s)(emptyAsNull(s, _, _))
-        case "transactionId" => header(C.TransactionId, s)(emptyAsNull(s, _, _))
-        case "externalSchemaId" => header(C.ExternalSchemaId, s)(emptyAsNull(s, _, _))
-        case "timestamp" => header(C.Timestamp, s)(timestamp(s, _, _))
-        case "transactionEventCounter" => header(C.TransactionEventCounter, s)(
-          (o, t) => ValueWriters.column(s, LongType, row, o, f.name))
-        case "transactionLastEvent" => header(C.TransactionLastEvent, s)(
-          (o, t) => ValueWriters.column(s, BooleanType, row, o, f.name))
+        case "operation" => header(C.Operation, s)(ValueWriters.column(s, StringType, row, _, "operation"))
+        case "changeSequence" => header(C.ChangeSeq, s)(emptyAsNull(s, _))
+        case "streamPosition" => header(C.StreamPosition, s)(emptyAsNull(s, _))
+        case "transactionId" => header(C.TransactionId, s)(emptyAsNull(s, _))
+        case "externalSchemaId" => header(C.ExternalSchemaId, s)(emptyAsNull(s, _))
+        case "timestamp" => header(C.Timestamp, s)(timestamp(s, _))
+        case "transactionEventCounter" =>
+          header(C.TransactionEventCounter, s)(ValueWriters.column(s, LongType, row, _, f.name))
+        case "transactionLastEvent" =>
+          header(C.TransactionLastEvent, s)(ValueWriters.column(s, BooleanType, row, _, f.name))
         case "changeMask" if wantMasks => (maskStep(s, m => changeMask = m), None)
         case "columnMask" if wantMasks => (maskStep(s, m => columnMask = m), None)
         case _ => (AvroSkipper(s), None)
@@ -210,20 +208,21 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     ((in: Decoder) => { var i = 0; while (i < steps.length) { steps(i)(in); i += 1 } }, built.flatMap(_._2).toSet)
   }
 
-  private def header(column: String, schema: Schema)(make: (Int, DataType) => Step): (Step, Option[Int]) = {
+  /** The step for a header field: `make` for the output slot, or a skip when not selected. */
+  private def header(column: String, schema: Schema)(make: Int => Step): (Step, Option[Int]) = {
     val o = slot(column)
-    if (o < 0) (AvroSkipper(schema), None) else (make(o, null), Some(o))
+    if (o < 0) (AvroSkipper(schema), None) else (make(o), Some(o))
   }
 
   /** CDC-only header strings are empty on full-load (REFRESH) rows: surfaced as null. */
-  private def emptyAsNull(schema: Schema, o: Int, unused: DataType): Step =
+  private def emptyAsNull(schema: Schema, o: Int): Step =
     nullableString(schema, o, (in, utf8) => {
       val s = in.readString(utf8)
       if (s.getByteLength == 0) row.setNullAt(o)
-      else row.update(o, UTF8String.fromBytes(java.util.Arrays.copyOf(s.getBytes, s.getByteLength)))
+      else row.update(o, ValueWriters.validUtf8(java.util.Arrays.copyOf(s.getBytes, s.getByteLength), s.getByteLength, "header"))
     })
 
-  private def timestamp(schema: Schema, o: Int, unused: DataType): Step =
+  private def timestamp(schema: Schema, o: Int): Step =
     AvroSchemas.unwrapNullable(schema).getType match {
       case LONG => ValueWriters.column(schema, TimestampType, row, o, "timestamp")
       case _ => nullableString(schema, o, (in, utf8) => {

@@ -59,7 +59,7 @@ private[catalyst] object ValueWriters {
         val utf8 = new Utf8()
         in => {
           val s = in.readString(utf8)
-          row.update(ordinal, UTF8String.fromBytes(s.getBytes, 0, s.getByteLength))
+          row.update(ordinal, validUtf8(s.getBytes, s.getByteLength, name))
         }
       case (ENUM, _, StringType) =>
         val symbols = writer.getEnumSymbols.asScala.map(UTF8String.fromString).toArray
@@ -89,6 +89,14 @@ private[catalyst] object ValueWriters {
         s"column `$name` arrives as Avro ${writer.toString.take(200)}, which cannot be " +
           s"read as ${target.simpleString}")
     }
+
+  /** Avro decoders do not check UTF-8; a string that is not valid UTF-8 is malformed, never replaced. */
+  def validUtf8(bytes: Array[Byte], length: Int, name: String): UTF8String = {
+    val s = UTF8String.fromBytes(bytes, 0, length)
+    if (!s.isValid) throw new MalformedMessageException(ErrorId.InvalidUtf8,
+      s"field `$name` is not valid UTF-8")
+    s
+  }
 
   def enumIndex(in: Decoder, symbols: Int, name: String): Int = {
     val i = in.readEnum()

@@ -33,8 +33,12 @@ object Envelope {
   def startsWithMagic(buf: Array[Byte], offset: Int, length: Int): Boolean =
     length >= Magic.length && (0 until Magic.length).forall(i => buf(offset + i) == Magic(i))
 
-  def decode(buf: Array[Byte], offset: Int, length: Int): Envelope = {
-    val in = new ByteReader(buf, offset, offset + length)
+  def decode(buf: Array[Byte], offset: Int, length: Int): Envelope =
+    decode(new SliceDecoder().reset(buf, offset, length), buf, offset, length)
+
+  /** Decodes with a reused decoder, which is left positioned at the start of the payload. */
+  def decode(in: SliceDecoder, buf: Array[Byte], offset: Int, length: Int): Envelope = {
+    in.reset(buf, offset, length)
     if (length == 0) throw new MalformedMessageException(ErrorId.Truncated, "empty message")
     if (!startsWithMagic(buf, offset, length)) {
       val shown = buf.slice(offset, offset + math.min(length, Magic.length))
@@ -42,24 +46,39 @@ object Envelope {
       throw new MalformedMessageException(ErrorId.BadMagic,
         s"message does not start with the Replicate magic `atMSG` (61 74 4d 53 47) but with $shown")
     }
-    in.readFixed("magic", Magic.length)
-    val kind = in.readString("type") match {
+    in.field = "magic"
+    in.skipFixed(Magic.length)
+    in.field = "type"
+    val kind = in.readString() match {
       case "MD" => MessageKind.Metadata
       case "DT" => MessageKind.Data
       case other => throw new MalformedMessageException(ErrorId.UnknownMessageType,
         s"envelope type is `${other.take(40)}`, expected `MD` or `DT`")
     }
-    if (in.readUnionIndex("headers", 2) == 1) in.skipStringMap("headers")
-    val schemaId = if (in.readUnionIndex("messageSchemaId", 2) == 1) {
-      in.readString("messageSchemaId")
-    } else null
-    val messageSchema = if (in.readUnionIndex("messageSchema", 2) == 1) {
-      in.readString("messageSchema")
-    } else null
-    val payloadLength = in.readLength("message")
+    in.field = "headers"
+    if (nullableBranch(in)) { var n = in.skipMap(); while (n > 0) { skipEntries(in, n); n = in.skipMap() } }
+    in.field = "messageSchemaId"
+    val schemaId = if (nullableBranch(in)) in.readString() else null
+    in.field = "messageSchema"
+    val messageSchema = if (nullableBranch(in)) in.readString() else null
+    in.field = "message"
+    val payloadLength = in.readLength()
     val payloadOffset = in.arrayOffset
     if (in.remaining != payloadLength) throw new MalformedMessageException(ErrorId.TrailingBytes,
       s"${in.remaining - payloadLength} bytes follow the envelope's `message` field")
     Envelope(kind, schemaId, messageSchema, payloadOffset, payloadLength)
+  }
+
+  /** `[null, T]`: true when the value branch follows. */
+  private def nullableBranch(in: SliceDecoder): Boolean = in.readIndex() match {
+    case 0 => false
+    case 1 => true
+    case other => throw new MalformedMessageException(ErrorId.BadPayload,
+      s"union branch $other out of range 0..1 in field `${in.field}`")
+  }
+
+  private def skipEntries(in: SliceDecoder, n: Long): Unit = {
+    var i = 0L
+    while (i < n) { in.skipString(); in.skipString(); i += 1 }
   }
 }

@@ -4,7 +4,6 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.avro.generic.{GenericDatumReader, GenericRecord}
-import org.apache.avro.io.DecoderFactory
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException}
 
@@ -19,11 +18,11 @@ object MetadataMessage {
     if (envelope.messageSchema == null) throw new MalformedMessageException(ErrorId.BadPayload,
       "metadata message carries no `messageSchema`: its payload cannot be decoded without it")
     val schema = AvroSchemas.parse(envelope.messageSchema)
-    val decoder = DecoderFactory.get()
-      .binaryDecoder(buf, envelope.payloadOffset, envelope.payloadLength, null)
+    val decoder = new SliceDecoder().reset(buf, envelope.payloadOffset, envelope.payloadLength)
     val record = try {
       new GenericDatumReader[GenericRecord](schema).read(null, decoder)
     } catch {
+      case e: MalformedMessageException => throw e
       case NonFatal(e) => throw new MalformedMessageException(ErrorId.BadPayload,
         s"metadata payload does not decode with its embedded schema: ${e.getMessage}", e)
     }

@@ -1,0 +1,198 @@
+package io.sparkreplicate.codec
+
+import java.nio.ByteBuffer
+
+import org.apache.avro.io.Decoder
+import org.apache.avro.util.Utf8
+
+import io.sparkreplicate.{ErrorId, MalformedMessageException}
+
+/**
+ * An Avro binary decoder over a slice of a byte array, reused for every message. Every length is
+ * checked against the bytes left in the slice before anything is allocated, so a forged length
+ * can neither allocate gigabytes nor read past the message: it is a [[MalformedMessageException]].
+ * Avro's own BinaryDecoder allocates first and buffers input we already hold in memory.
+ *
+ * `field` names what is being read, for error messages; the envelope sets it per field.
+ */
+final class SliceDecoder extends Decoder {
+  private var buf: Array[Byte] = Array.emptyByteArray
+  private var start = 0
+  private var pos = 0
+  private var end = 0
+  var field: String = "payload"
+
+  def reset(bytes: Array[Byte], offset: Int, length: Int): SliceDecoder = {
+    buf = bytes
+    start = offset
+    pos = offset
+    end = offset + length
+    field = "payload"
+    this
+  }
+
+  /** Bytes read so far in the slice. */
+  def position: Int = pos - start
+  def remaining: Int = end - pos
+  /** Offset in the array of the next byte to read. */
+  def arrayOffset: Int = pos
+  def isEnd: Boolean = pos == end
+
+  override def readNull(): Unit = ()
+
+  override def readBoolean(): Boolean = {
+    require(1)
+    val b = buf(pos)
+    pos += 1
+    if (b == 0) false else if (b == 1) true else throw malformed(ErrorId.BadPayload, s"boolean byte $b")
+  }
+
+  override def readInt(): Int = {
+    val at = position
+    val v = readLong()
+    if (v.toInt != v) throw malformed(ErrorId.BadPayload, s"int value $v out of range at byte $at")
+    v.toInt
+  }
+
+  override def readLong(): Long = {
+    var value = 0L
+    var shift = 0
+    var b = 0
+    while ({
+      require(1)
+      if (shift > 63) throw malformed(ErrorId.BadPayload, "varint longer than 10 bytes")
+      b = buf(pos) & 0xff
+      pos += 1
+      value |= (b & 0x7fL) << shift
+      shift += 7
+      (b & 0x80) != 0
+    }) ()
+    (value >>> 1) ^ -(value & 1)
+  }
+
+  override def readFloat(): Float = {
+    require(4)
+    val bits = (buf(pos) & 0xff) | (buf(pos + 1) & 0xff) << 8 | (buf(pos + 2) & 0xff) << 16 | (buf(pos + 3) & 0xff) << 24
+    pos += 4
+    java.lang.Float.intBitsToFloat(bits)
+  }
+
+  override def readDouble(): Double = {
+    require(8)
+    var bits = 0L
+    var i = 7
+    while (i >= 0) { bits = (bits << 8) | (buf(pos + i) & 0xffL); i -= 1 }
+    pos += 8
+    java.lang.Double.longBitsToDouble(bits)
+  }
+
+  /** A length prefix, validated against the bytes left before anything is allocated. */
+  def readLength(): Int = {
+    val at = position
+    val length = readLong()
+    if (length < 0) throw malformed(ErrorId.BadPayload, s"negative length $length at byte $at")
+    if (length > remaining) throw malformed(ErrorId.Truncated,
+      s"length $length at byte $at exceeds the $remaining bytes left")
+    length.toInt
+  }
+
+  override def readString(old: Utf8): Utf8 = {
+    val length = readLength()
+    val out = if (old != null) old else new Utf8()
+    out.setByteLength(length)
+    System.arraycopy(buf, pos, out.getBytes, 0, length)
+    pos += length
+    out
+  }
+
+  override def readString(): String = {
+    val length = readLength()
+    val at = pos
+    pos += length
+    Utf8Strict.decode(buf, at, length, field)
+  }
+
+  override def skipString(): Unit = skipBytes()
+
+  override def readBytes(old: ByteBuffer): ByteBuffer = {
+    val length = readLength()
+    val out = if (old != null && old.hasArray && old.capacity() >= length) { old.clear(); old } else ByteBuffer.allocate(length)
+    System.arraycopy(buf, pos, out.array(), out.arrayOffset(), length)
+    out.limit(length)
+    pos += length
+    out
+  }
+
+  override def skipBytes(): Unit = {
+    val length = readLength() // before touching pos: `pos += readLength()` would read pos first
+    pos += length
+  }
+
+  override def readFixed(bytes: Array[Byte], offset: Int, length: Int): Unit = {
+    require(length)
+    System.arraycopy(buf, pos, bytes, offset, length)
+    pos += length
+  }
+
+  override def skipFixed(length: Int): Unit = { require(length); pos += length }
+
+  override def readEnum(): Int = readInt()
+  override def readIndex(): Int = readInt()
+
+  override def readArrayStart(): Long = blockCount()
+  override def arrayNext(): Long = blockCount()
+  override def readMapStart(): Long = blockCount()
+  override def mapNext(): Long = blockCount()
+
+  /** Blocks that carry their byte size are skipped whole; others return their item count. */
+  override def skipArray(): Long = skipBlocks()
+  override def skipMap(): Long = skipBlocks()
+
+  private def skipBlocks(): Long = {
+    while (true) {
+      val count = readLong()
+      if (count >= 0) return checkedCount(count)
+      val size = readLong()
+      if (size < 0 || size > remaining) throw malformed(ErrorId.Truncated, s"block of $size bytes exceeds the $remaining bytes left")
+      pos += size.toInt
+    }
+    0L
+  }
+
+  private def blockCount(): Long = {
+    val count = readLong()
+    if (count >= 0) checkedCount(count)
+    else { readLong(); checkedCount(-count) }
+  }
+
+  /**
+   * Each item takes at least one byte in the data Replicate writes, so a count beyond the bytes
+   * left is forged; refusing it early stops a hostile count from spinning a reader for hours.
+   */
+  private def checkedCount(count: Long): Long = {
+    if (count > remaining) throw malformed(ErrorId.Truncated, s"block of $count items exceeds the $remaining bytes left")
+    count
+  }
+
+  private def require(n: Int): Unit =
+    if (n > end - pos) throw malformed(ErrorId.Truncated, s"message ends inside `$field` at byte $position")
+
+  private def malformed(id: ErrorId, detail: String) =
+    new MalformedMessageException(id, s"$detail (reading `$field`)")
+}
+
+/** Strict UTF-8 decoding to a String: invalid bytes are a malformed message, never replaced. */
+object Utf8Strict {
+  import java.nio.charset.{CharacterCodingException, CodingErrorAction, StandardCharsets}
+
+  def decode(buf: Array[Byte], offset: Int, length: Int, field: String): String =
+    try {
+      StandardCharsets.UTF_8.newDecoder()
+        .onMalformedInput(CodingErrorAction.REPORT)
+        .onUnmappableCharacter(CodingErrorAction.REPORT)
+        .decode(ByteBuffer.wrap(buf, offset, length)).toString
+    } catch {
+      case e: CharacterCodingException =>
+        throw new MalformedMessageException(ErrorId.InvalidUtf8, s"field `$field` is not valid UTF-8", e)
+    }
+}

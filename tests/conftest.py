@@ -1,0 +1,369 @@
+"""Shared fixtures and helpers of the end-to-end tests.
+
+Everything here goes through the real reader on a real (local) Spark: one SparkSession for the
+whole run, landing zones generated once per session by ``spark_replicate.generate``, and the
+expected output of every read derived from the generator's own record of what it wrote
+(``LandingZone.messages``), never from the reader.
+
+Helpers are plain functions (tests import them with ``from conftest import ...``); fixtures
+build the expensive shared things.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable
+
+import pytest
+from fastavro import block_reader
+from pyspark.sql import DataFrame, Row, SparkSession
+
+import spark_replicate
+from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, default_tables,
+                                      generate_landing_zone, mask_ordinals)
+
+TESTS_DIR = Path(__file__).resolve().parent
+DATA_DIR = TESTS_DIR / "data"
+
+# DESIGN §3, in output order after the table's own columns.
+HEADER_COLUMNS = [
+    "header__schema_id", "header__table_version", "header__operation", "header__change_seq",
+    "header__timestamp", "header__stream_position", "header__transaction_id",
+    "header__transaction_event_counter", "header__transaction_last_event",
+    "header__external_schema_id", "header__change_mask", "header__column_mask",
+]
+MASK_COLUMNS = ["header__changed_columns", "header__present_columns"]
+BEFORE_IMAGE = "header__before_image"
+SOURCE = "header__source"
+SOURCE_FIELDS = ["file", "position", "index", "topic", "partition", "offset", "timestamp", "key"]
+
+# --------------------------------------------------------------------------------------------
+# Landing zones: one spec per zone, generated on first use and shared by the whole session.
+# --------------------------------------------------------------------------------------------
+
+
+def evolving_tables() -> list[TableDef]:
+    """One table that gets two ``ALTER TABLE ADD`` during CDC, so it has versions 1, 2 and 3."""
+    C = ColumnDef
+    return [TableDef("INV", "ITEMS", "inventory", (
+        C("ITEM_ID", "INT8", pk_position=1),
+        C("SKU", "STRING", 20, nullable=False),
+        C("QTY", "INT4"),
+        C("PRICE", "NUMERIC", 0, 9, 2),
+        C("WEIGHT", "REAL4"),
+    ), added_columns=(C("COLOR", "WSTRING", 30), C("RATING", "REAL8")))]
+
+
+ZONE_SPECS: dict[str, dict] = {
+    # The main zone: Kafka Connect style container files of records with Kafka coordinates.
+    "avro": dict(framing="avro", messages=1500, seed=101),
+    "avro-bytes": dict(framing="avro", value_schema="bytes", messages=600, seed=102),
+    "length-prefixed": dict(framing="length-prefixed", messages=600, seed=103),
+    "message": dict(framing="message", messages=300, seed=104),
+    # No schema topic needed: metadata messages are also published to the data topics.
+    "md-in-data": dict(framing="avro", md_in_data_topics=True, messages=600, seed=105),
+    # One large file per topic, many small container blocks: splittable at sync markers.
+    "large-avro": dict(framing="avro", files_per_topic=1, sync_interval=2048, messages=6000, seed=106),
+    "large-avro-deflate": dict(framing="avro", files_per_topic=1, sync_interval=2048, messages=6000,
+                               codec="deflate", seed=107),
+    # Schema evolution (three table versions) read from many small files.
+    "evolving": dict(framing="message", tables=evolving_tables(), messages=400, seed=108),
+    # Self-describing data messages (messageSchema embedded) with Replicate 6.3 headers.
+    "self-describing-6.3": dict(framing="length-prefixed", embed_data_schema=True, headers_version="6.3",
+                                messages=400, seed=109),
+}
+
+FRAMING_ZONES = ["avro", "avro-bytes", "length-prefixed", "message"]
+
+
+@pytest.fixture(scope="session")
+def landing_zone(tmp_path_factory):
+    """``landing_zone(name)``: the generated zone of ``ZONE_SPECS[name]``, generated once."""
+    zones: dict[str, LandingZone] = {}
+
+    def get(name: str) -> LandingZone:
+        if name not in zones:
+            root = tmp_path_factory.mktemp("zone-" + name) / "landing"
+            zones[name] = generate_landing_zone(root, **ZONE_SPECS[name])
+        return zones[name]
+    return get
+
+
+@pytest.fixture(scope="session")
+def avro_zone(landing_zone) -> LandingZone:
+    return landing_zone("avro")
+
+
+# --------------------------------------------------------------------------------------------
+# Spark
+# --------------------------------------------------------------------------------------------
+
+
+def session_builder(master: str) -> SparkSession.Builder:
+    """The connector's documented set-up, with settings that keep a test session small."""
+    builder = (SparkSession.builder.master(master).appName("spark-replicate-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.driver.host", "127.0.0.1"))
+    return spark_replicate.configure_spark(builder)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = session_builder("local[2]").getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@contextmanager
+def spark_conf(spark: SparkSession, settings: dict[str, str]):
+    """Sets SQL configuration for the block and restores the previous values afterwards."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def table_def(zone: LandingZone, table: str) -> TableDef:
+    return next(t for t in zone.tables if t.name == table)
+
+
+def read_table(spark: SparkSession, zone: LandingZone, table: str | None, *, paths=None,
+               schema_topic: bool = True, **options) -> DataFrame:
+    """The long form, ``spark.read.format("replicate")``: ``table`` read from its own topic (or
+    ``paths``), with the zone's schema topic unless ``schema_topic=False``."""
+    reader = spark.read.format("replicate")
+    if schema_topic:
+        reader = reader.option("schemaTopic", str(zone.schema_topic))
+    if table is not None:
+        reader = reader.option("table", table)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    if paths is None:
+        paths = [zone.topics[table_def(zone, table).topic]]
+    paths = [str(p) for p in paths]
+    return reader.load(paths[0] if len(paths) == 1 else paths)
+
+
+# --------------------------------------------------------------------------------------------
+# What the reader must return, derived from the generator's record of each message
+# --------------------------------------------------------------------------------------------
+
+
+def latest_version(zone: LandingZone, table: str) -> int:
+    return max(entry.version for entry in zone.metadata if entry.table == table)
+
+
+def version_columns(table: TableDef, version: int) -> list[ColumnDef]:
+    """The columns of one table version in ordinal order: version n has n-1 added columns."""
+    return list(table.columns + table.added_columns[:version - 1])
+
+
+def layout_columns(zone: LandingZone, table: str) -> list[ColumnDef]:
+    """The output's table columns: the newest version's, in ordinal order (DESIGN §3)."""
+    return version_columns(table_def(zone, table), latest_version(zone, table))
+
+
+def utc_from_header(text: str) -> datetime | None:
+    """A Replicate header timestamp (UTC, ``yyyy-MM-dd HH:mm:ss.ffffff``); empty means none."""
+    if not text:
+        return None
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc)
+
+
+def utc_from_millis(millis: int) -> datetime:
+    return datetime.fromtimestamp(millis // 1000, tz=timezone.utc).replace(microsecond=millis % 1000 * 1000)
+
+
+def _image(values: dict | None, names: list[str]) -> dict | None:
+    return None if values is None else {name: values.get(name) for name in names}
+
+
+def _mask_names(mask: bytes | None, columns: list[ColumnDef]) -> list[str] | None:
+    return None if mask is None else [columns[o - 1].name for o in mask_ordinals(mask)]
+
+
+def expected_row(zone: LandingZone, message: DataMessage, *, expand_masks: bool = True,
+                 source: dict | None = None) -> dict:
+    """The output row of one generated data message, as a dict in output column order."""
+    table = table_def(zone, message.table)
+    names = [c.name for c in layout_columns(zone, message.table)]
+    headers = message.headers
+    message_columns = version_columns(table, message.table_version)
+    row = _image(message.data if message.data is not None else message.before, names)
+    row.update({
+        "header__schema_id": message.schema_id,
+        "header__table_version": message.table_version,
+        "header__operation": message.operation,
+        "header__change_seq": headers["changeSequence"] or None,
+        "header__timestamp": utc_from_header(headers["timestamp"]),
+        "header__stream_position": headers["streamPosition"] or None,
+        "header__transaction_id": headers["transactionId"] or None,
+        "header__transaction_event_counter": headers.get("transactionEventCounter"),
+        "header__transaction_last_event": headers.get("transactionLastEvent"),
+        "header__external_schema_id": headers.get("externalSchemaId") or None,
+        "header__change_mask": message.change_mask,
+        "header__column_mask": message.column_mask,
+    })
+    if expand_masks:
+        row["header__changed_columns"] = _mask_names(message.change_mask, message_columns)
+        row["header__present_columns"] = _mask_names(message.column_mask, message_columns)
+    row[BEFORE_IMAGE] = _image(message.before, names)
+    if source is not None:
+        row[SOURCE] = source
+    return row
+
+
+def expected_rows(zone: LandingZone, table: str, **kwargs) -> list[dict]:
+    return [expected_row(zone, m, **kwargs) for m in zone.messages_for(table)]
+
+
+def record_positions(path: Path, framing: str) -> list[tuple[int, int]]:
+    """(position, index) of every landed record of one file, in file order, worked out
+    independently of the reader: container block start and index in block; frame start; 0."""
+    if framing == "avro":
+        with open(path, "rb") as stream:
+            return [(block.offset, i) for block in block_reader(stream) for i in range(block.num_records)]
+    if framing == "length-prefixed":
+        data, positions, at = path.read_bytes(), [], 0
+        while at < len(data):
+            positions.append((at, 0))
+            at += 4 + int.from_bytes(data[at:at + 4], "big")
+        return positions
+    return [(0, 0)]
+
+
+def expected_source(zone: LandingZone, message: DataMessage, framing: str, value_schema: str,
+                    positions: dict) -> dict:
+    """``header__source`` of one message. ``positions`` caches :func:`record_positions` per file.
+    A topic's offset is the record's number in its partition file (MD messages included)."""
+    if message.file not in positions:
+        positions[message.file] = record_positions(message.file, framing)
+    file_positions = positions[message.file]
+    position, index = file_positions[message.offset if framing != "message" else 0]
+    kafka = framing == "avro" and value_schema == "record"
+    return {"file": str(message.file), "position": position, "index": index,
+            "topic": message.topic if kafka else None, "partition": message.partition if kafka else None,
+            "offset": message.offset if kafka else None,
+            "timestamp": utc_from_millis(message.timestamp_ms) if kafka else None,
+            "key": message.key if kafka else None}
+
+
+def expected_rows_with_source(zone: LandingZone, table: str, framing: str, value_schema: str = "record",
+                              **kwargs) -> list[dict]:
+    positions: dict = {}
+    return [expected_row(zone, m, source=expected_source(zone, m, framing, value_schema, positions), **kwargs)
+            for m in zone.messages_for(table)]
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing
+# --------------------------------------------------------------------------------------------
+
+
+def plain(value):
+    """A collected Spark value as a plain Python value: bytes for binary, dicts for structs,
+    timezone-aware UTC datetimes for timestamps (PySpark hands back naive local times), and
+    ``file:`` URIs as local paths."""
+    if isinstance(value, Row):
+        return {name: plain(v) for name, v in value.asDict(recursive=False).items()}
+    if isinstance(value, dict):
+        return {name: plain(v) for name, v in value.items()}
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc)
+    return value
+
+
+def collect_plain(df: DataFrame) -> list[dict]:
+    rows = [plain(row) for row in df.collect()]
+    for row in rows:
+        source = row.get(SOURCE)
+        if isinstance(source, dict) and isinstance(source.get("file"), str):
+            source["file"] = source["file"].removeprefix("file:")
+    return rows
+
+
+def frozen(value):
+    """A hashable form of a plain value, so that rows can be counted as a multiset."""
+    if isinstance(value, dict):
+        return tuple((k, frozen(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return ("list",) + tuple(frozen(v) for v in value)
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return value
+
+
+def assert_same_rows(actual: Iterable[dict], expected: Iterable[dict]) -> None:
+    """The two multisets of rows are equal: nothing lost, nothing duplicated, nothing changed;
+    column order included. On failure, shows a few rows of each side of the difference."""
+    actual_counts = Counter(frozen(r) for r in actual)
+    expected_counts = Counter(frozen(r) for r in expected)
+    missing = expected_counts - actual_counts
+    unexpected = actual_counts - expected_counts
+    if missing or unexpected:
+        def show(counter):
+            return "\n".join(f"  {dict(row)!r}" for row in list(counter.elements())[:3])
+        pytest.fail(f"{sum(missing.values())} expected row(s) missing, {sum(unexpected.values())} "
+                    f"unexpected row(s) returned (of {sum(expected_counts.values())} expected)\n"
+                    f"missing, e.g.:\n{show(missing)}\nunexpected, e.g.:\n{show(unexpected)}")
+
+
+def project(rows: Iterable[dict], columns: list[str]) -> list[dict]:
+    """``SELECT columns`` done in Python, with ``struct.field`` for a nested field."""
+    def pick(row, column):
+        top, _, field = column.partition(".")
+        value = row[top]
+        return value if not field or value is None else value[field]
+    return [{column.split(".")[-1]: pick(row, column) for column in columns} for row in rows]
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+def error_text(error: BaseException) -> str:
+    """The message of a failure raised through py4j, without the Java stack trace."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        messages = []
+        while java is not None:
+            messages.append(str(java.getMessage()))
+            java = java.getCause()
+        return "\n".join(messages)
+    return str(error)
+
+
+@contextmanager
+def raises_replicate(error_id: str, *fragments: str):
+    """Expects the block to fail with the connector error ``error_id`` whose message contains
+    every one of ``fragments``; yields a list that receives the message."""
+    seen: list[str] = []
+    with pytest.raises(Exception) as info:
+        yield seen
+    text = error_text(info.value)
+    seen.append(text)
+    assert f"[{error_id}]" in text, f"expected {error_id}, got: {text[:2000]}"
+    for fragment in fragments:
+        assert fragment in text, f"{fragment!r} is not in the error message: {text[:2000]}"
