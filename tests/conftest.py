@@ -326,7 +326,22 @@ def assert_same_rows(actual: Iterable[dict], expected: Iterable[dict]) -> None:
             return "\n".join(f"  {dict(row)!r}" for row in list(counter.elements())[:3])
         pytest.fail(f"{sum(missing.values())} expected row(s) missing, {sum(unexpected.values())} "
                     f"unexpected row(s) returned (of {sum(expected_counts.values())} expected)\n"
+                    f"{_closest_differences(list(missing), list(unexpected))}"
                     f"missing, e.g.:\n{show(missing)}\nunexpected, e.g.:\n{show(unexpected)}")
+
+
+def _closest_differences(missing: list[tuple], unexpected: list[tuple]) -> str:
+    """For a few missing rows, the columns in which the most similar returned row differs."""
+    if not missing or not unexpected:
+        return ""
+    lines = []
+    for row in missing[:3]:
+        expected = dict(row)
+        closest = dict(max(unexpected[:5000], key=lambda other: sum(
+            1 for name, value in other if expected.get(name) == value)))
+        diff = {name: (closest.get(name), value) for name, value in expected.items() if closest.get(name) != value}
+        lines.append(f"  closest returned row differs in (read, expected): {diff!r}")
+    return "\n".join(lines) + "\n"
 
 
 def project(rows: Iterable[dict], columns: list[str]) -> list[dict]:
@@ -367,3 +382,18 @@ def raises_replicate(error_id: str, *fragments: str):
     assert f"[{error_id}]" in text, f"expected {error_id}, got: {text[:2000]}"
     for fragment in fragments:
         assert fragment in text, f"{fragment!r} is not in the error message: {text[:2000]}"
+
+
+# --------------------------------------------------------------------------------------------
+# Subprocesses (for what must not touch the session's JVM)
+# --------------------------------------------------------------------------------------------
+
+
+def run_python(code: str, *, timeout: float = 180, env: dict | None = None):
+    """Runs ``code`` in a fresh interpreter (this one's, same environment); returns the
+    CompletedProcess with text stdout/stderr."""
+    import subprocess
+    import textwrap
+    full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, env=full_env)

@@ -5,7 +5,7 @@ The connector itself is a Scala DataSource V2 jar shipped inside this package;
 """
 
 from spark_replicate._jar import ReplicateSetupError, jar_path
-from spark_replicate.session import configure_spark, read
+from spark_replicate.session import configure_spark, last_read_metrics, read
 
 __version__ = "0.1.0"
-__all__ = ["configure_spark", "read", "jar_path", "ReplicateSetupError", "__version__"]
+__all__ = ["configure_spark", "read", "last_read_metrics", "jar_path", "ReplicateSetupError", "__version__"]

@@ -40,6 +40,19 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     return builder.config("spark.jars", f"{existing},{jar}" if existing else jar)
 
 
+def last_read_metrics(spark: SparkSession) -> dict[str, int]:
+    """Counts of the last replicate scan this driver executed, exact once its action returned.
+
+    Keys: ``messagesRead``, ``rowsReturned``, ``metadataMessages``, ``filteredOut`` (messages of
+    other tables), ``malformed``, ``dropped``, ``filesSkipped`` and ``malformed_<REASON>`` per
+    ``REPLICATE_*`` reason. Invariant: messagesRead = rowsReturned + metadataMessages +
+    filteredOut + dropped.
+    """
+    import json
+
+    return json.loads(spark._jvm.io.sparkreplicate.v2.ReplicateReadMetrics.lastReadJson())
+
+
 def _option_name(name: str) -> str:
     """Accepts Python-style names too: ``expand_masks`` is the option ``expandMasks``."""
     return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)

@@ -21,9 +21,14 @@ object ErrorId {
   case object UnknownSchemaId extends ErrorId("REPLICATE_UNKNOWN_SCHEMA_ID")
   case object BadEmbeddedSchema extends ErrorId("REPLICATE_BAD_EMBEDDED_SCHEMA")
   case object BadFrame extends ErrorId("REPLICATE_BAD_FRAME")
+  /** The reasons a single message can be malformed, each counted in its own metric. */
+  lazy val messageReasons: Seq[ErrorId] = Seq(BadMagic, UnknownMessageType, Truncated, TrailingBytes,
+    BadPayload, BadMask, BadValue, InvalidUtf8, UnknownSchemaId, BadEmbeddedSchema, BadFrame)
+
   // Per-file problems.
   case object CorruptFile extends ErrorId("REPLICATE_CORRUPT_FILE")
   case object UnknownFraming extends ErrorId("REPLICATE_UNKNOWN_FRAMING")
+  case object FileMissing extends ErrorId("REPLICATE_FILE_MISSING")
   // Planning problems: always raised, whatever the mode.
   case object InvalidOption extends ErrorId("REPLICATE_INVALID_OPTION")
   case object PathNotFound extends ErrorId("REPLICATE_PATH_NOT_FOUND")

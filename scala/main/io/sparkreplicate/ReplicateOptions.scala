@@ -37,7 +37,23 @@ final case class ReplicateOptions(
     framing: Framing,
     valueField: String,
     includeSource: Boolean,
-    columnNameOfCorruptRecord: String)
+    columnNameOfCorruptRecord: String,
+    limits: DecodeLimits,
+    ignoreCorruptFiles: Boolean,
+    ignoreMissingFiles: Boolean)
+
+/**
+ * Caps against hostile or broken input, checked before anything of that size is allocated.
+ *
+ * @param maxMessageBytes        a landed message (frame or whole file) larger than this is malformed
+ * @param maxEmbeddedSchemaBytes an embedded `messageSchema` longer than this is malformed
+ * @param maxSchemaDepth         an embedded schema nested deeper than this is malformed
+ */
+final case class DecodeLimits(maxMessageBytes: Int, maxEmbeddedSchemaBytes: Int, maxSchemaDepth: Int)
+
+object DecodeLimits {
+  val Default: DecodeLimits = DecodeLimits(128 << 20, 1 << 20, 64)
+}
 
 object ReplicateOptions {
   val SchemaTopic = "schemaTopic"
@@ -48,10 +64,20 @@ object ReplicateOptions {
   val ValueField = "valueField"
   val IncludeSource = "includeSource"
   val ColumnNameOfCorruptRecord = "columnNameOfCorruptRecord"
+  val MaxMessageBytes = "maxMessageBytes"
+  val MaxEmbeddedSchemaBytes = "maxEmbeddedSchemaBytes"
+  val MaxSchemaDepth = "maxSchemaDepth"
+  val IgnoreCorruptFiles = "ignoreCorruptFiles"
+  val IgnoreMissingFiles = "ignoreMissingFiles"
+
+  /** Session settings that options default to. */
+  final case class SessionDefaults(
+      columnNameOfCorruptRecord: String = "_corrupt_record",
+      ignoreCorruptFiles: Boolean = false,
+      ignoreMissingFiles: Boolean = false)
 
   /** @param options as Spark hands them over; keys in any case */
-  def parse(options: Map[String, String], defaultCorruptColumn: String = "_corrupt_record")
-      : ReplicateOptions = {
+  def parse(options: Map[String, String], session: SessionDefaults = SessionDefaults()): ReplicateOptions = {
     val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
     def get(name: String): Option[String] = lower.get(name.toLowerCase(Locale.ROOT))
 
@@ -67,8 +93,34 @@ object ReplicateOptions {
         .getOrElse(Framing.Auto),
       valueField = get(ValueField).map(_.trim).filter(_.nonEmpty).getOrElse("value"),
       includeSource = get(IncludeSource).exists(boolean(IncludeSource, _)),
-      columnNameOfCorruptRecord = get(ColumnNameOfCorruptRecord).getOrElse(defaultCorruptColumn))
+      columnNameOfCorruptRecord = get(ColumnNameOfCorruptRecord).getOrElse(session.columnNameOfCorruptRecord),
+      limits = DecodeLimits(
+        maxMessageBytes = get(MaxMessageBytes).map(byteSize(MaxMessageBytes, _))
+          .getOrElse(DecodeLimits.Default.maxMessageBytes),
+        maxEmbeddedSchemaBytes = get(MaxEmbeddedSchemaBytes).map(byteSize(MaxEmbeddedSchemaBytes, _))
+          .getOrElse(DecodeLimits.Default.maxEmbeddedSchemaBytes),
+        maxSchemaDepth = get(MaxSchemaDepth).map(positiveInt(MaxSchemaDepth, _))
+          .getOrElse(DecodeLimits.Default.maxSchemaDepth)),
+      ignoreCorruptFiles = get(IgnoreCorruptFiles).map(boolean(IgnoreCorruptFiles, _))
+        .getOrElse(session.ignoreCorruptFiles),
+      ignoreMissingFiles = get(IgnoreMissingFiles).map(boolean(IgnoreMissingFiles, _))
+        .getOrElse(session.ignoreMissingFiles))
   }
+
+  private val ByteSize = "(?i)\\s*(\\d+)\\s*([kmg]?)i?b?\\s*".r
+
+  /** `1048576`, `512k`, `16m`, `1g` (binary units), at most 2 GiB - 1. */
+  private def byteSize(name: String, value: String): Int = value match {
+    case ByteSize(digits, unit) =>
+      val shift = unit.toLowerCase(Locale.ROOT) match { case "k" => 10 case "m" => 20 case "g" => 30 case _ => 0 }
+      val bytes = BigInt(digits) << shift
+      if (bytes <= 0 || bytes > Int.MaxValue) invalid(name, value, "a size between 1 byte and 2g")
+      bytes.toInt
+    case _ => invalid(name, value, "a size such as 1048576, 512k or 16m")
+  }
+
+  private def positiveInt(name: String, value: String): Int =
+    value.trim.toIntOption.filter(_ > 0).getOrElse(invalid(name, value, "a positive integer"))
 
   /** `load(p)` passes `path`; `load(p1, p2)` passes `paths` as a JSON array. */
   private def dataPaths(paths: Option[String], path: Option[String]): Seq[String] = {

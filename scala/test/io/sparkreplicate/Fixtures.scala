@@ -301,16 +301,17 @@ object Fixtures {
       if (byId) table.schemaId else null, if (embed) table.dataSchemaJson else null)
 
   def salary(empNo: Int, amount: Int, from: String = "1993-11-25", to: String = "1994-11-25"): Map[String, Any] =
-    Map("emp_no" -> empNo, "salary" -> amount, "from_date" -> from, "to_date" -> to)
+    Map[String, Any]("emp_no" -> empNo, "salary" -> amount, "from_date" -> from, "to_date" -> to)
 
   // ---------------------------------------------------------------- decoding side
 
   def registry(tables: TableDef*): SchemaRegistry = SchemaRegistry.build(tables.map(_.tableVersion()), Seq("test"))
 
+  /** Reader options as a user would pass them (the public option names), parsed by the connector. */
   def options(table: TableName, expandMasks: Boolean = true, mode: ParseMode = ParseMode.FailFast,
       includeSource: Boolean = false): ReplicateOptions =
-    ReplicateOptions(Seq("/landing"), Nil, Some(table), expandMasks, mode, Framing.Auto, "value", includeSource,
-      "_corrupt_record")
+    ReplicateOptions.parse(Map("path" -> "/landing", "table" -> table.toString, "expandMasks" -> expandMasks.toString,
+      "mode" -> mode.name, "includeSource" -> includeSource.toString))
 
   /** A read spec for `table` (all its versions in the registry); `required` defaults to every column. */
   def readSpec(registry: SchemaRegistry, table: TableName, opts: ReplicateOptions = null,
@@ -391,5 +392,5 @@ object Fixtures {
   }
 
   /** `JBigDecimal` with the given scale, for comparing decimal columns. */
-  def dec(s: String, scale: Int): JBigDecimal = new JBigDecimal(s).setScale(scale)
+  def decimal(s: String, scale: Int): JBigDecimal = new JBigDecimal(s).setScale(scale)
 }

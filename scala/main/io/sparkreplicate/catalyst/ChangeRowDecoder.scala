@@ -37,12 +37,20 @@ final class ChangeRowDecoder(spec: ReadSpec) {
     val envelope = Envelope.decode(decoder, bytes, offset, length)
     if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
-      val writer = AvroSchemas.parse(envelope.messageSchema)
+      val limits = spec.options.limits
+      val writer = AvroSchemas.parseEmbedded(envelope.messageSchema, limits.maxEmbeddedSchemaBytes, limits.maxSchemaDepth)
       val known = byEmbeddedSchema.get(writer)
       if (known != null) known else {
         val version = Option(envelope.schemaId).flatMap(spec.registry.get)
           .orElse(spec.registry.byDataSchema(writer)).getOrElse(throw unknownSchemaId(envelope.schemaId))
-        val built = if (version.table == spec.layout.table) newConverter(writer, version) else null
+        val built = if (version.table != spec.layout.table) null else {
+          // The table is known, but this message's own schema may not be readable as it.
+          try newConverter(writer, version) catch {
+            case e: ReplicateException if !e.isInstanceOf[MalformedMessageException] =>
+              throw new MalformedMessageException(ErrorId.BadEmbeddedSchema,
+                s"embedded schema cannot be read as ${version.table}: ${e.detail}", e)
+          }
+        }
         byEmbeddedSchema.put(writer, built)
         built
       }

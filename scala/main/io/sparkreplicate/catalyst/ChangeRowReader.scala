@@ -1,13 +1,13 @@
 package io.sparkreplicate.catalyst
 
-import java.io.Closeable
+import java.io.{Closeable, FileNotFoundException, IOException}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.sparkreplicate.{MalformedMessageException, ParseMode, ReplicateException}
+import io.sparkreplicate.{ErrorId, MalformedMessageException, ParseMode, ReplicateException}
 import io.sparkreplicate.files.{FileSplit, MessageSource}
 
 /** What one reader saw; every landed message lands in exactly one of the outcome counters. */
@@ -18,6 +18,10 @@ final class ReadCounters {
   var filteredOut = 0L
   var malformed = 0L
   var dropped = 0L
+  /** Files given up on under `ignoreCorruptFiles` / `ignoreMissingFiles` (rows read before stay). */
+  var filesSkipped = 0L
+  /** Malformed messages per reason, by [[io.sparkreplicate.ErrorId]] name. */
+  val malformedByReason = scala.collection.mutable.Map.empty[String, Long].withDefaultValue(0L)
 }
 
 /**
@@ -47,8 +51,9 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
           counters.messagesRead += 1
           if (malformed(e, Array.emptyByteArray, 0, 0)) return true
           false
+        case e: Exception if isFileProblem(e) => skipOrFail(e)
       }
-      if (!more) { source.close(); source = null }
+      if (!more) { if (source != null) source.close(); source = null }
       else {
         counters.messagesRead += 1
         val bytes = source.bytes
@@ -70,19 +75,52 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
     false
   }
 
-  private def openNext(): Boolean = remaining match {
-    case Nil => false
-    case next :: rest =>
-      remaining = rest
-      split = next
-      fileName = UTF8String.fromString(next.path)
-      source = MessageSource.open(next, conf, spec.options.valueField)
-      true
+  /** Opens the next split's file; a file that cannot be opened is skipped or fails the task. */
+  private def openNext(): Boolean = {
+    while (source == null) remaining match {
+      case Nil => return false
+      case next :: rest =>
+        remaining = rest
+        split = next
+        fileName = UTF8String.fromString(next.path)
+        try source = MessageSource.open(next, conf, spec.options.valueField, spec.options.limits) catch {
+          case e: Exception if isFileProblem(e) => skipOrFail(e)
+        }
+    }
+    true
+  }
+
+  private def isFileProblem(e: Exception): Boolean = e match {
+    case r: ReplicateException => r.errorId == ErrorId.CorruptFile || r.errorId == ErrorId.UnknownFraming
+    case _: IOException => true
+    case _ => false
+  }
+
+  /**
+   * A file gone since planning, or one that cannot be read as landed messages: with
+   * `ignoreMissingFiles` / `ignoreCorruptFiles` it is skipped and counted (messages already
+   * returned from it stay, as in Spark's file sources); otherwise the task fails naming it.
+   */
+  private def skipOrFail(e: Exception): Boolean = {
+    val missing = e.isInstanceOf[FileNotFoundException]
+    if (source != null) { source.close(); source = null }
+    if ((missing && spec.options.ignoreMissingFiles) || (!missing && spec.options.ignoreCorruptFiles)) {
+      counters.filesSkipped += 1
+      false
+    } else if (missing) {
+      throw new ReplicateException(ErrorId.FileMissing, s"${split.path} was listed when the query " +
+        "was planned but is gone; re-run the query, or set `ignoreMissingFiles` to skip such files", e)
+    } else e match {
+      case r: ReplicateException => throw r
+      case _ => throw new ReplicateException(ErrorId.CorruptFile, s"${split.path} cannot be read: $e. " +
+        "Set `ignoreCorruptFiles` to skip unreadable files", e)
+    }
   }
 
   /** True when a row (the corrupt record) is to be returned, false when the message is dropped. */
   private def malformed(e: MalformedMessageException, bytes: Array[Byte], offset: Int, length: Int): Boolean = {
     counters.malformed += 1
+    counters.malformedByReason(e.errorId.name) += 1
     val where = s"${split.path}, ${source.describePosition}"
     mode match {
       case ParseMode.FailFast => throw new ReplicateException(e.errorId,

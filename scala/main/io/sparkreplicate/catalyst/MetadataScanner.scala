@@ -2,7 +2,7 @@ package io.sparkreplicate.catalyst
 
 import org.apache.hadoop.conf.Configuration
 
-import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
+import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException, ReplicateOptions}
 import io.sparkreplicate.codec.{Envelope, MessageKind, MetadataMessage, TableVersion}
 import io.sparkreplicate.files.{FileSplit, MessageSource}
 
@@ -13,8 +13,8 @@ object MetadataScanner {
    * @param strict true for a schema topic, where any unreadable message is an error; false for
    *               data topics, where unreadable envelopes are left to the data read (and its mode)
    */
-  def scan(split: FileSplit, conf: Configuration, valueField: String, strict: Boolean): Seq[TableVersion] = {
-    val source = MessageSource.open(split, conf, valueField)
+  def scan(split: FileSplit, conf: Configuration, options: ReplicateOptions, strict: Boolean): Seq[TableVersion] = {
+    val source = MessageSource.open(split, conf, options.valueField, options.limits)
     val found = Seq.newBuilder[TableVersion]
     try {
       var more = true

@@ -29,7 +29,7 @@ object ReadPlanner {
     val registry = if (options.schemaTopic.nonEmpty) {
       val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
       SchemaRegistry.build(wholeFileSplits(schemaFiles, options.framing)
-        .flatMap(MetadataScanner.scan(_, conf, options.valueField, strict = true)), options.schemaTopic)
+        .flatMap(MetadataScanner.scan(_, conf, options, strict = true)), options.schemaTopic)
     } else {
       SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
     }
@@ -50,6 +50,9 @@ object ReadPlanner {
   private def selectTable(options: ReplicateOptions, registry: SchemaRegistry) = {
     val tables = registry.tables.keys.toSeq.sortBy(_.toString)
     def listed = tables.mkString(", ")
+    if (tables.isEmpty) throw new ReplicateException(ErrorId.NoMetadata,
+      s"no metadata (MD) message was found in ${registry.origins.mkString(", ")}; set the option " +
+        "`schemaTopic` to the landed topic that holds Replicate's metadata messages")
     options.table match {
       case Some(wanted) =>
         tables.find(_ == wanted)
@@ -61,9 +64,6 @@ object ReadPlanner {
             s"table $wanted has no metadata; the registry holds ${registry.describe}: $listed"))
       case None => tables match {
         case Seq(only) => only
-        case Seq() => throw new ReplicateException(ErrorId.NoMetadata,
-          s"no metadata (MD) message was found in ${registry.origins.mkString(", ")}; set the option " +
-            "`schemaTopic` to the landed topic that holds Replicate's metadata messages")
         case _ => throw new ReplicateException(ErrorId.TableRequired,
           s"the input holds ${tables.size} tables ($listed); set the option `table` to one of them")
       }

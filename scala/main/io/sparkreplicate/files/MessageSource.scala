@@ -5,7 +5,7 @@ import java.io.Closeable
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkreplicate.{ErrorId, Framing, MalformedMessageException, ReplicateException}
+import io.sparkreplicate.{DecodeLimits, ErrorId, Framing, MalformedMessageException, ReplicateException}
 import io.sparkreplicate.codec.Envelope
 
 /**
@@ -32,13 +32,13 @@ trait MessageSource extends Closeable {
 object MessageSource {
   private val AvroMagic = Array[Byte]('O', 'b', 'j', 1)
 
-  def open(split: FileSplit, conf: Configuration, valueField: String): MessageSource = {
+  def open(split: FileSplit, conf: Configuration, valueField: String, limits: DecodeLimits): MessageSource = {
     val path = new Path(split.path)
     val framing = if (split.framing == Framing.Auto) sniff(path, conf) else split.framing
     framing match {
       case Framing.AvroContainer => new AvroContainerSource(split, conf, valueField)
-      case Framing.LengthPrefixed => new LengthPrefixedSource(split, conf)
-      case Framing.WholeMessage => new WholeMessageSource(split, conf)
+      case Framing.LengthPrefixed => new LengthPrefixedSource(split, conf, limits.maxMessageBytes)
+      case Framing.WholeMessage => new WholeMessageSource(split, conf, limits.maxMessageBytes)
       case Framing.Auto => EmptySource
     }
   }

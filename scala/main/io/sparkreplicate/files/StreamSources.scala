@@ -8,7 +8,7 @@ import org.apache.hadoop.fs.Path
 import io.sparkreplicate.{ErrorId, ReplicateException}
 
 /** Repeated 4-byte big-endian length, then that many bytes of envelope. */
-final class LengthPrefixedSource(split: FileSplit, conf: Configuration) extends MessageSource {
+final class LengthPrefixedSource(split: FileSplit, conf: Configuration, maxMessageBytes: Int) extends MessageSource {
   private val in = {
     val path = new Path(split.path)
     new DataInputStream(path.getFileSystem(conf).open(path))
@@ -28,6 +28,7 @@ final class LengthPrefixedSource(split: FileSplit, conf: Configuration) extends 
     val declared = readFully(4) { in.readInt() }
     if (declared < 0) fail(s"negative length prefix $declared")
     if (declared > left - 4) fail(s"length prefix $declared exceeds the ${left - 4} bytes left in the file")
+    if (declared > maxMessageBytes) fail(s"length prefix $declared exceeds `maxMessageBytes` ($maxMessageBytes)")
     if (declared > buffer.length) buffer = new Array[Byte](math.max(declared, buffer.length * 2).min(Int.MaxValue - 8))
     readFully(declared) { in.readFully(buffer, 0, declared) }
     frameLength = declared
@@ -56,7 +57,7 @@ final class LengthPrefixedSource(split: FileSplit, conf: Configuration) extends 
 }
 
 /** The whole file is one envelope. */
-final class WholeMessageSource(split: FileSplit, conf: Configuration) extends MessageSource {
+final class WholeMessageSource(split: FileSplit, conf: Configuration, maxMessageBytes: Int) extends MessageSource {
   private var consumed = false
   private var content: Array[Byte] = Array.emptyByteArray
   val record = new LandingRecord
@@ -64,8 +65,8 @@ final class WholeMessageSource(split: FileSplit, conf: Configuration) extends Me
   override def next(): Boolean = {
     if (consumed || split.fileLength == 0) return false
     consumed = true
-    if (split.fileLength > Int.MaxValue - 8) throw MessageSource.badFrame(
-      s"a ${split.fileLength}-byte file is too large to be one message")
+    if (split.fileLength > maxMessageBytes) throw MessageSource.badFrame(
+      s"a ${split.fileLength}-byte file exceeds `maxMessageBytes` ($maxMessageBytes) for one message")
     val path = new Path(split.path)
     val in = new DataInputStream(path.getFileSystem(conf).open(path))
     try {

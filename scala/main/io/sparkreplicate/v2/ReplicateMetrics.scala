@@ -2,22 +2,30 @@ package io.sparkreplicate.v2
 
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 
+import io.sparkreplicate.ErrorId
 import io.sparkreplicate.catalyst.ReadCounters
 
 /**
  * The scan's accounting, shown in the SQL tab and the executed plan. Every landed message is
  * counted once as read, and once as exactly one of: returned row (including PERMISSIVE's corrupt
- * rows), metadata, filtered out (another table), or dropped (DROPMALFORMED).
- * Spark instantiates each metric class by name, hence one class per metric.
+ * rows), metadata, filtered out (another table), or dropped (DROPMALFORMED):
+ * `messagesRead = rowsReturned + metadataMessages + filteredOut + dropped`.
+ * Spark instantiates each metric class by name on the driver, hence one class per metric.
  */
 object ReplicateMetrics {
   val all: Array[CustomMetric] = Array(new MessagesRead, new RowsReturned, new MetadataMessages,
-    new FilteredOut, new Malformed, new Dropped)
+    new FilteredOut, new Malformed, new Dropped, new FilesSkipped, new MalformedBadMagic,
+    new MalformedUnknownMessageType, new MalformedTruncated, new MalformedTrailingBytes,
+    new MalformedBadPayload, new MalformedBadMask, new MalformedBadValue, new MalformedInvalidUtf8,
+    new MalformedUnknownSchemaId, new MalformedBadEmbeddedSchema, new MalformedBadFrame)
 
   def values(c: ReadCounters): Array[CustomTaskMetric] = Array(
     task("messagesRead", c.messagesRead), task("rowsReturned", c.rowsReturned),
     task("metadataMessages", c.metadataMessages), task("filteredOut", c.filteredOut),
-    task("malformed", c.malformed), task("dropped", c.dropped))
+    task("malformed", c.malformed), task("dropped", c.dropped), task("filesSkipped", c.filesSkipped)) ++
+    ErrorId.messageReasons.map(r => task(reasonMetric(r), c.malformedByReason(r.name)))
+
+  def reasonMetric(reason: ErrorId): String = s"malformed_${reason.name}"
 
   private def task(metric: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metric
@@ -30,9 +38,24 @@ abstract class ReplicateMetric(metric: String, text: String) extends CustomSumMe
   override def description(): String = text
 }
 
+abstract class ReasonMetric(reason: ErrorId)
+  extends ReplicateMetric(ReplicateMetrics.reasonMetric(reason), s"replicate malformed: ${reason.name}")
+
 final class MessagesRead extends ReplicateMetric("messagesRead", "replicate messages read")
 final class RowsReturned extends ReplicateMetric("rowsReturned", "replicate rows returned")
 final class MetadataMessages extends ReplicateMetric("metadataMessages", "replicate metadata messages")
 final class FilteredOut extends ReplicateMetric("filteredOut", "replicate messages of other tables")
 final class Malformed extends ReplicateMetric("malformed", "replicate malformed messages")
 final class Dropped extends ReplicateMetric("dropped", "replicate malformed messages dropped")
+final class FilesSkipped extends ReplicateMetric("filesSkipped", "replicate files skipped")
+final class MalformedBadMagic extends ReasonMetric(ErrorId.BadMagic)
+final class MalformedUnknownMessageType extends ReasonMetric(ErrorId.UnknownMessageType)
+final class MalformedTruncated extends ReasonMetric(ErrorId.Truncated)
+final class MalformedTrailingBytes extends ReasonMetric(ErrorId.TrailingBytes)
+final class MalformedBadPayload extends ReasonMetric(ErrorId.BadPayload)
+final class MalformedBadMask extends ReasonMetric(ErrorId.BadMask)
+final class MalformedBadValue extends ReasonMetric(ErrorId.BadValue)
+final class MalformedInvalidUtf8 extends ReasonMetric(ErrorId.InvalidUtf8)
+final class MalformedUnknownSchemaId extends ReasonMetric(ErrorId.UnknownSchemaId)
+final class MalformedBadEmbeddedSchema extends ReasonMetric(ErrorId.BadEmbeddedSchema)
+final class MalformedBadFrame extends ReasonMetric(ErrorId.BadFrame)

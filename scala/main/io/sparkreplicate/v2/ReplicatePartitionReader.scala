@@ -8,13 +8,20 @@ import org.apache.spark.sql.connector.read.PartitionReader
 import io.sparkreplicate.catalyst.{ChangeRowReader, ReadSpec}
 import io.sparkreplicate.files.FileSplit
 
-final class ReplicatePartitionReader(splits: Seq[FileSplit], conf: Configuration, spec: ReadSpec)
-  extends PartitionReader[InternalRow] {
+final class ReplicatePartitionReader(splits: Seq[FileSplit], conf: Configuration, spec: ReadSpec,
+    totals: ReadCountersAccumulator) extends PartitionReader[InternalRow] {
 
   private val reader = new ChangeRowReader(splits, conf, spec)
 
   override def next(): Boolean = reader.next()
   override def get(): InternalRow = reader.get
-  override def close(): Unit = reader.close()
+  private var closed = false
+
+  /** Adds this task's counts once, however often Spark closes the reader. */
+  override def close(): Unit = if (!closed) {
+    closed = true
+    reader.close()
+    totals.add(reader.counters)
+  }
   override def currentMetricsValues(): Array[CustomTaskMetric] = ReplicateMetrics.values(reader.counters)
 }

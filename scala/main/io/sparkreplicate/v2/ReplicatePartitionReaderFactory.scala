@@ -8,10 +8,11 @@ import io.sparkreplicate.catalyst.ReadSpec
 import io.sparkreplicate.files.SerializableConfiguration
 
 final class ReplicatePartitionReaderFactory(
+    counters: ReadCountersAccumulator,
     spec: Broadcast[ReadSpec],
     conf: Broadcast[SerializableConfiguration]) extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     new ReplicatePartitionReader(partition.asInstanceOf[ReplicateInputPartition].splits.toSeq,
-      conf.value.value, spec.value)
+      conf.value.value, spec.value, counters)
 }

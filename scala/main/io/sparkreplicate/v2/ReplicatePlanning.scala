@@ -16,8 +16,10 @@ private[v2] object ReplicatePlanning {
 
   def plan(options: Map[String, String]): ReadPlan = {
     val spark = SparkSession.active
-    val parsed = ReplicateOptions.parse(options,
-      spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"))
+    val parsed = ReplicateOptions.parse(options, ReplicateOptions.SessionDefaults(
+      columnNameOfCorruptRecord = spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"),
+      ignoreCorruptFiles = spark.conf.get("spark.sql.files.ignoreCorruptFiles", "false").toBoolean,
+      ignoreMissingFiles = spark.conf.get("spark.sql.files.ignoreMissingFiles", "false").toBoolean))
     val conf = hadoopConf(spark, options)
     ReadPlanner.plan(parsed, conf, scanDataTopics(spark, conf, parsed))
   }
@@ -41,12 +43,11 @@ private[v2] object ReplicatePlanning {
   private def scanDataTopics(spark: SparkSession, conf: Configuration, options: ReplicateOptions)
       (splits: Seq[FileSplit]): Seq[TableVersion] =
     if (splits.map(_.length).sum <= DriverScanBytes) {
-      splits.flatMap(MetadataScanner.scan(_, conf, options.valueField, strict = false))
+      splits.flatMap(MetadataScanner.scan(_, conf, options, strict = false))
     } else {
       val shipped = new SerializableConfiguration(conf)
-      val valueField = options.valueField
       spark.sparkContext.parallelize(splits, math.max(1, math.min(splits.size, spark.sparkContext.defaultParallelism * 4)))
-        .mapPartitions(_.flatMap(MetadataScanner.scan(_, shipped.value, valueField, strict = false)))
+        .mapPartitions(_.flatMap(MetadataScanner.scan(_, shipped.value, options, strict = false)))
         .collect().toSeq
     }
 }

@@ -29,7 +29,10 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
 
   override def createReaderFactory(): PartitionReaderFactory = {
     val sc = spark.sparkContext
-    new ReplicatePartitionReaderFactory(
+    val counters = new ReadCountersAccumulator
+    sc.register(counters, s"replicate ${plan.layout.table}")
+    ReplicateReadMetrics.track(counters)
+    new ReplicatePartitionReaderFactory(counters,
       sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required)),
       sc.broadcast(new SerializableConfiguration(conf)))
   }

@@ -1,0 +1,273 @@
+package io.sparkreplicate
+
+import java.io.File
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+import java.sql.Timestamp
+import java.time.{Instant, LocalDateTime, ZoneOffset}
+
+import scala.reflect.io.Directory
+
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.sparkreplicate.Fixtures._
+
+/**
+ * The connector end to end through `spark.read.format("replicate")`, on a landing zone the test
+ * writes itself: a schema topic with the metadata of two tables, and a data topic holding both
+ * tables' changes in Kafka-sink-style Avro container files.
+ */
+class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
+  import ScalaApiSuite._
+
+  private var spark: SparkSession = _
+  private var root: File = _
+  private def path(sub: String) = new File(root, sub).getAbsolutePath
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    spark = SparkSession.builder().master("local[2]").appName("ScalaApiSuite")
+      .config("spark.ui.enabled", "false")
+      .config("spark.sql.session.timeZone", "UTC")
+      .config("spark.sql.shuffle.partitions", "2")
+      .getOrCreate()
+    root = Files.createTempDirectory("replicate-landing").toFile
+    writeLandingZone()
+  }
+
+  override def afterAll(): Unit = {
+    try {
+      if (spark != null) spark.stop()
+      if (root != null) new Directory(root).deleteRecursively()
+    } finally super.afterAll()
+  }
+
+  // ---------------------------------------------------------------- the landing zone
+
+  /** Every change in the data topic, in (partition, offset) order. */
+  private val changes: Seq[Change] = Seq(
+    Change(0, salaries, "REFRESH", salary(14472, 49592), fromSample = true),
+    Change(0, salaries, "INSERT", salary(10001, 60117, "1986-06-26", "1987-06-26")),
+    Change(0, departments, "INSERT", Map("dept_no" -> "d001", "dept_name" -> "Marketing",
+      "budget" -> BigDecimal("1234.50"), "created" -> Instant.parse("2001-02-03T04:05:06.000007Z"))),
+    Change(0, salaries, "UPDATE", salary(10001, 62102, "1986-06-26", "9999-01-01"),
+      before = salary(10001, 60117, "1986-06-26", "1987-06-26"), changeMask = "0A"),
+    Change(0, salaries, "INSERT", salary(10002, 65828, "1996-08-03", "1997-08-03")),
+    Change(0, departments, "INSERT", Map("dept_no" -> "d002", "dept_name" -> "Finance")),
+    Change(1, salaries, "DELETE", Map[String, Any]("emp_no" -> 10002, "from_date" -> "1996-08-03"),
+      before = salary(10002, 65828, "1996-08-03", "1997-08-03"), changeMask = "05"),
+    Change(1, salaries, "INSERT", salary(10003, 40006, "1995-12-03", "9999-01-01"), selfDescribing = true),
+    Change(1, departments, "UPDATE", Map("dept_no" -> "d001", "dept_name" -> "Sales"),
+      before = Map("dept_no" -> "d001", "dept_name" -> "Marketing"), changeMask = "02"),
+    Change(1, salaries, "UPDATE", salary(10003, 43311, "1995-12-03", "9999-01-01"),
+      before = salary(10003, 40006, "1995-12-03", "9999-01-01"), changeMask = "02")
+  ).zipWithIndex.map { case (c, i) => c.copy(seq = i + 1) }
+
+  private def landed(c: Change, offset: Long) =
+    Landed("hr-data", c.partition, offset, 1679409261000L + c.seq, s"key-${c.seq}".getBytes(UTF_8), c.envelope)
+
+  private def writeLandingZone(): Unit = {
+    writeContainer(new File(root, "schema/part-0.avro"), Seq(sampleMetadataEnvelope, departments.metadataEnvelope())
+      .zipWithIndex.map { case (m, i) => Landed("hr-metadata", 0, i, 1679409200000L, null, m) })
+    for ((partition, cs) <- changes.groupBy(_.partition)) {
+      writeContainer(new File(root, s"data/hr/part-$partition.avro"), cs.zipWithIndex.map { case (c, i) => landed(c, 100L + i) })
+    }
+    // A side file the listing must skip.
+    writeBytes(new File(root, "data/hr/_SUCCESS"), Array.emptyByteArray)
+
+    // The salaries changes in the other framings.
+    val salaryEnvelopes = changes.filter(_.table == salaries).map(_.envelope)
+    writeLengthPrefixed(new File(root, "framings/length-prefixed/hr.bin"), salaryEnvelopes)
+    salaryEnvelopes.zipWithIndex.foreach { case (m, i) => writeBytes(new File(root, f"framings/message/msg-$i%03d.bin"), m) }
+
+    // One container of many small blocks, for splitting.
+    writeContainer(new File(root, "big/part-0.avro"), (1 to BigCount).map { n =>
+      Landed("hr-data", 0, n, 0L, null, dataEnvelope(salaries, salary(n, n * 10),
+        headers = cdcHeaders("INSERT", changeSequence = f"$n%035d")))
+    }, syncInterval = 1024)
+
+    // Good and broken messages side by side, metadata in the same topic (no schema topic needed).
+    writeContainer(new File(root, "mixed/part-0.avro"), Seq(sampleMetadataEnvelope,
+      dataEnvelope(salaries, salary(1, 10)), "definitely not an envelope".getBytes(UTF_8),
+      dataEnvelope(salaries, salary(2, 20))).zipWithIndex.map { case (m, i) => Landed("mixed", 0, i, 0L, null, m) })
+  }
+
+  private def reader(options: (String, String)*) = {
+    val r = spark.read.format("replicate").option("schemaTopic", path("schema"))
+    options.foldLeft(r) { case (acc, (k, v)) => acc.option(k, v) }
+  }
+  private def salariesDf(options: (String, String)*): DataFrame =
+    reader(("table" -> "employees.salaries") +: options: _*).load(path("data/hr"))
+
+  /** The cause chain's ReplicateException, wherever Spark wrapped it. */
+  private def replicateError(body: => Any): ReplicateException = {
+    val thrown = intercept[Throwable](body)
+    Iterator.iterate(thrown)(_.getCause).takeWhile(_ != null).collectFirst { case e: ReplicateException => e }
+      .getOrElse(fail(s"no ReplicateException in the cause chain of $thrown", thrown))
+  }
+
+  // ---------------------------------------------------------------- tests
+
+  test("the schema is the table's columns in ordinal order, then the header columns") {
+    val names = salariesDf().schema.fieldNames.toSeq
+    assert(names.take(4) == Seq("emp_no", "salary", "from_date", "to_date"))
+    assert(names.drop(4) == Seq("header__schema_id", "header__table_version", "header__operation", "header__change_seq",
+      "header__timestamp", "header__stream_position", "header__transaction_id", "header__transaction_event_counter",
+      "header__transaction_last_event", "header__external_schema_id", "header__change_mask", "header__column_mask",
+      "header__changed_columns", "header__present_columns", "header__before_image"))
+    val departmentsDf = reader("table" -> "employees.departments").load(path("data/hr"))
+    assert(departmentsDf.schema("budget").dataType.simpleString == "decimal(12,2)")
+    assert(departmentsDf.schema("created").dataType.simpleString == "timestamp")
+  }
+
+  test("reading a table returns exactly its rows, with values, headers, masks and before images") {
+    val rows = salariesDf()
+      .selectExpr("emp_no", "salary", "from_date", "to_date", "header__operation", "header__change_seq",
+        "header__timestamp", "hex(header__change_mask)", "header__changed_columns", "header__before_image",
+        "header__schema_id", "header__table_version")
+      .collect().toSeq
+    val expected = changes.filter(_.table == salaries).map { c =>
+      val image = if (c.data != null) c.data else c.before
+      Row(image("emp_no"), image.getOrElse("salary", null), image("from_date"), image.getOrElse("to_date", null),
+        c.operation, if (c.fromSample) null else c.changeSequence, if (c.fromSample) null else c.timestamp,
+        c.changeMask, c.changeMask match {
+          case null => null
+          case m => Seq("emp_no", "salary", "from_date", "to_date").zipWithIndex
+            .filter { case (_, i) => (Integer.parseInt(m, 16) & (1 << i)) != 0 }.map(_._1)
+        },
+        if (c.before == null) null else Row(c.before("emp_no"), c.before("salary"), c.before("from_date"), c.before("to_date")),
+        SampleSchemaId, 1L)
+    }
+    assert(rows.sortBy(sortKey) == expected.sortBy(sortKey))
+  }
+
+  test("the other table, with decimals and timestamps, and its before image") {
+    val rows = reader("table" -> "EMPLOYEES.DEPARTMENTS").load(path("data/hr"))
+      .selectExpr("dept_no", "dept_name", "budget", "created", "header__operation", "header__before_image.dept_name")
+      .collect().map(r => r.toSeq).sortBy(_.mkString("|")).toSeq
+    assert(rows == Seq(
+      Seq("d001", "Marketing", decimal("1234.50", 2), Timestamp.from(Instant.parse("2001-02-03T04:05:06.000007Z")), "INSERT", null),
+      Seq("d001", "Sales", null, null, "UPDATE", "Marketing"),
+      Seq("d002", "Finance", null, null, "INSERT", null)))
+  }
+
+  test("counts per operation") {
+    val counts = salariesDf().groupBy("header__operation").count().collect()
+      .map(r => r.getString(0) -> r.getLong(1)).toMap
+    assert(counts == Map("REFRESH" -> 1L, "INSERT" -> 3L, "UPDATE" -> 2L, "DELETE" -> 1L))
+    assert(salariesDf().filter("header__operation = 'UPDATE' and array_contains(header__changed_columns, 'salary')").count() == 2)
+  }
+
+  test("without `table`, several tables are an error that lists them (TableRequired)") {
+    val e = replicateError(reader().load(path("data/hr")).schema)
+    assert(e.errorId == ErrorId.TableRequired)
+    assert(e.getMessage.contains("employees.departments") && e.getMessage.contains("employees.salaries"), e.getMessage)
+    assert(e.getMessage.contains("`table`"))
+  }
+
+  test("a table no metadata announced is TableNotFound; a bad option value names the option") {
+    assert(replicateError(reader("table" -> "employees.titles").load(path("data/hr")).schema).errorId == ErrorId.TableNotFound)
+    val badFraming = replicateError(salariesDf("framing" -> "xml").schema)
+    assert(badFraming.errorId == ErrorId.InvalidOption && badFraming.getMessage.contains("framing"))
+    val badMode = replicateError(salariesDf("MODE" -> "lenient").schema)
+    assert(badMode.errorId == ErrorId.InvalidOption && badMode.getMessage.contains("mode"))
+  }
+
+  test("framing: auto and every explicit value read the same changes") {
+    val expected = changes.count(_.table == salaries)
+    def count(dir: String, framing: String) = reader("table" -> "employees.salaries", "framing" -> framing).load(path(dir)).count()
+    assert(count("data/hr", "auto") == expected)
+    assert(count("data/hr", "avro") == expected)
+    assert(count("data/hr", "AVRO") == expected, "option values are case-insensitive")
+    assert(count("framings/length-prefixed", "auto") == expected)
+    assert(count("framings/length-prefixed", "length-prefixed") == expected)
+    assert(count("framings/message", "auto") == expected)
+    assert(count("framings/message", "message") == expected)
+    val sameRows = (dir: String) => reader("table" -> "employees.salaries").load(path(dir))
+      .selectExpr("emp_no", "salary", "header__operation", "header__change_seq").collect().map(_.toString).sorted.toSeq
+    assert(sameRows("framings/length-prefixed") == sameRows("data/hr"))
+    assert(sameRows("framings/message") == sameRows("data/hr"))
+  }
+
+  test("framing: a wrong explicit framing fails the read (FAILFAST) naming the file") {
+    val e = replicateError(reader("table" -> "employees.salaries", "framing" -> "message").load(path("data/hr")).collect())
+    assert(e.errorId == ErrorId.BadMagic, e.getMessage)
+    assert(e.getMessage.contains("part-0.avro") || e.getMessage.contains("part-1.avro"), e.getMessage)
+  }
+
+  test("includeSource: file, position and the Kafka coordinates of every row") {
+    val df = salariesDf("includeSource" -> "true")
+    val sourceFields = df.schema("header__source").dataType.asInstanceOf[org.apache.spark.sql.types.StructType].fieldNames.toSeq
+    assert(Seq("file", "position", "topic", "partition", "offset", "timestamp", "key").forall(sourceFields.contains), sourceFields)
+    val rows = df.selectExpr("emp_no", "header__change_seq", "header__source.file", "header__source.position",
+      "header__source.topic", "header__source.partition", "header__source.offset", "header__source.timestamp",
+      "cast(header__source.key as string)").collect().toSeq
+    assert(rows.size == changes.count(_.table == salaries))
+    val bySeq = rows.map(r => Option(r.getString(1)).getOrElse("sample") -> r).toMap
+    for ((partition, cs) <- changes.groupBy(_.partition); (c, i) <- cs.zipWithIndex if c.table == salaries) {
+      val r = bySeq(if (c.fromSample) "sample" else c.changeSequence)
+      assert(r.getString(2).endsWith(s"data/hr/part-$partition.avro"), r)
+      assert(r.getLong(3) > 0, "position of the container block")
+      assert(r.getString(4) == "hr-data")
+      assert(r.getInt(5) == partition)
+      assert(r.getLong(6) == 100L + i)
+      assert(r.getTimestamp(7) == new Timestamp(1679409261000L + c.seq))
+      assert(r.getString(8) == s"key-${c.seq}")
+    }
+    assert(!salariesDf().schema.fieldNames.contains("header__source"), "includeSource defaults to false")
+  }
+
+  test("a small maxPartitionBytes splits one container file; no message is lost or duplicated") {
+    val file = new File(root, "big/part-0.avro")
+    val key = "spark.sql.files.maxPartitionBytes"
+    val maxBytes = 16 * 1024
+    spark.conf.set(key, maxBytes.toString)
+    try {
+      val df = reader("table" -> "employees.salaries").load(path("big"))
+      val partitions = df.rdd.getNumPartitions
+      assert(partitions >= file.length / maxBytes, s"${file.length} bytes in $partitions partitions")
+      val perPartition = df.select("emp_no").rdd.mapPartitions(it => Iterator(it.size)).collect()
+      assert(perPartition.count(_ > 0) > 1, perPartition.mkString(","))
+      val ids = df.select("emp_no").collect().map(_.getInt(0)).toSeq
+      assert(ids.size == BigCount, "no duplicates")
+      assert(ids.sorted == (1 to BigCount), "none lost")
+    } finally spark.conf.unset(key)
+    assert(reader("table" -> "employees.salaries").load(path("big")).rdd.getNumPartitions < 4)
+  }
+
+  test("metadata in the data topic itself serves when no schemaTopic is given; modes handle a broken message") {
+    def mixed(mode: String) = spark.read.format("replicate").option("mode", mode).load(path("mixed"))
+    val failFast = replicateError(mixed("FAILFAST").collect())
+    assert(failFast.errorId == ErrorId.BadMagic)
+    assert(failFast.getMessage.contains("mixed/part-0.avro"), failFast.getMessage)
+    assert(mixed("DROPMALFORMED").select("emp_no").collect().map(_.getInt(0)).sorted.toSeq == Seq(1, 2))
+    val permissive = mixed("PERMISSIVE").selectExpr("emp_no", "_corrupt_record.reason", "cast(_corrupt_record.bytes as string)")
+      .collect().map(_.toSeq).sortBy(_.mkString).toSeq
+    assert(permissive == Seq(
+      Seq(1, null, null), Seq(2, null, null), Seq(null, "REPLICATE_BAD_MAGIC", "definitely not an envelope")))
+  }
+}
+
+object ScalaApiSuite {
+  val BigCount = 3000
+
+  /** One change landed in the data topic; `seq` (its place in the topic) makes its headers unique. */
+  final case class Change(partition: Int, table: TableDef, operation: String, data: Map[String, Any],
+      before: Map[String, Any] = null, changeMask: String = null, selfDescribing: Boolean = false,
+      fromSample: Boolean = false, seq: Int = 0) {
+    def changeSequence: String = f"20230321143421000000000000000$seq%06d"
+    def timestamp: Timestamp = Timestamp.from(LocalDateTime.parse(f"2023-03-21T14:34:21.$seq%06d").toInstant(ZoneOffset.UTC))
+
+    def envelope: Array[Byte] =
+      if (fromSample) {
+        val payload = avroBinary(table.dataSchema, datumFromJson(table.dataSchema, dataSample.get("message")))
+        Fixtures.envelope("DT", payload, dataSample.get("messageSchemaId").asText)
+      } else dataEnvelope(table, data, before, cdcHeaders(operation, changeSequence = changeSequence,
+        timestamp = f"2023-03-21 14:34:21.$seq%06d", changeMask = if (changeMask == null) null else unhex(changeMask)),
+        byId = !selfDescribing, embed = selfDescribing)
+  }
+
+  private val sortKey: Row => String = _.toString
+}

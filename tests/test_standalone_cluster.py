@@ -1,0 +1,192 @@
+"""The connector on a real Spark standalone cluster: a master and a worker started with pyspark's
+own ``bin/spark-class``, a driver (in a subprocess: the shared test session is local) that puts
+the jar on the session with ``configure_spark``, and executors in their own JVMs that must get
+the jar shipped to them to read anything."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zlib
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from conftest import run_python
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+TABLE = "HR.EMPLOYEES"
+START_TIMEOUT = 90
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def master_status(web_port: int) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=2) as response:
+            return json.load(response)
+    except OSError:
+        return None
+
+
+class Daemon:
+    """A Spark daemon in its own process group, logging to a file."""
+
+    def __init__(self, name: str, main_class: str, args: list[str], workdir: Path, env: dict):
+        self.name = name
+        self.log = workdir / f"{name}.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), main_class, *args],
+                                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir,
+                                            start_new_session=True)
+
+    def check_alive(self) -> None:
+        if self.process.poll() is not None:
+            pytest.fail(f"the {self.name} exited with {self.process.returncode}:\n{self.log.read_text()[-4000:]}")
+
+    def stop(self) -> None:
+        """Stops the whole process group (the worker's executors included)."""
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.process.wait(timeout=wait)
+                if sig == signal.SIGTERM:
+                    os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of the group, if any
+                return
+            except subprocess.TimeoutExpired:
+                continue
+            except ProcessLookupError:
+                return
+
+
+def wait_for(condition, what: str, daemons: list[Daemon]):
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        for daemon in daemons:
+            daemon.check_alive()
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}:\n" + "\n".join(d.log.read_text()[-3000:] for d in daemons))
+
+
+@pytest.fixture(scope="module")
+def standalone_master(tmp_path_factory):
+    """A master and one worker (2 cores, 1g) on 127.0.0.1; yields the master URL."""
+    workdir = tmp_path_factory.mktemp("standalone")
+    conf_dir = workdir / "conf"
+    conf_dir.mkdir()
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_CONF_DIR": str(conf_dir),
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": str(workdir), "SPARK_LOG_DIR": str(workdir),
+           "SPARK_WORKER_DIR": str(workdir / "work"), "PYSPARK_PYTHON": sys.executable}
+    port, web_port, worker_web_port = free_port(), free_port(), free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    daemons: list[Daemon] = []
+    try:
+        daemons.append(Daemon("master", "org.apache.spark.deploy.master.Master",
+                              ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)],
+                              workdir, env))
+        wait_for(lambda: (master_status(web_port) or {}).get("status") == "ALIVE", "the master", daemons)
+        daemons.append(Daemon("worker", "org.apache.spark.deploy.worker.Worker",
+                              ["--host", "127.0.0.1", "--cores", "2", "--memory", "1g",
+                               "--webui-port", str(worker_web_port), "--work-dir", str(workdir / "work"),
+                               master_url], workdir, env))
+        wait_for(lambda: (master_status(web_port) or {}).get("aliveworkers", 0) >= 1, "the worker", daemons)
+        yield master_url
+    finally:
+        for daemon in reversed(daemons):
+            daemon.stop()
+
+
+def checksum_text(values) -> str:
+    """What Spark's ``concat_ws('|', ...)`` makes of the values: nulls are left out."""
+    return "|".join(v for v in values if v is not None)
+
+
+def expected_checksum(zone) -> int:
+    total = 0
+    for m in zone.messages_for(TABLE):
+        row = m.data
+        text = checksum_text([m.operation, m.headers["changeSequence"] or None, str(row["EMP_ID"]),
+                              row["LAST_NAME"], row["EMAIL"],
+                              m.change_mask.hex().upper() if m.change_mask is not None else None])
+        total += zlib.crc32(text.encode("utf-8"))
+    return total
+
+
+DRIVER = """
+    import json, os, sys
+    from pyspark.sql import SparkSession, functions as F
+    import spark_replicate
+
+    builder = (SparkSession.builder.master({master!r}).appName("spark-replicate-standalone-test")
+               .config("spark.ui.enabled", "false")
+               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.executor.memory", "512m").config("spark.cores.max", "2")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC"))
+    spark = spark_replicate.configure_spark(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    df = (spark.read.format("replicate").option("schemaTopic", {schema_topic!r}).option("table", {table!r})
+          .load({path!r}))
+    counts = {{r[0]: r[1] for r in df.groupBy("header__operation").count().collect()}}
+    text = F.concat_ws("|", "header__operation", "header__change_seq", F.col("EMP_ID").cast("string"),
+                       "LAST_NAME", "EMAIL", F.hex("header__change_mask"))
+    checksum = df.select(F.sum(F.crc32(text))).first()[0]
+
+    def executor_jvm(rows):
+        # The Python worker of a task is forked (via pyspark's daemon) by the JVM that ran the
+        # task, here the one that also ran the connector's partition reader.
+        n = sum(1 for _ in rows)
+        pid = os.getpid()
+        for _ in range(8):
+            with open(f"/proc/{{pid}}/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\\0")
+            if any(b"java" in part for part in cmdline[:1]):
+                args = [part.decode() for part in cmdline]
+                executor_id = args[args.index("--executor-id") + 1] if "--executor-id" in args else "driver"
+                yield (pid, executor_id, "CoarseGrainedExecutorBackend" in " ".join(args), n)
+                return
+            with open(f"/proc/{{pid}}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        yield (None, None, False, n)
+
+    readers = df.select("EMP_ID").rdd.mapPartitions(executor_jvm).collect()
+    driver_jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    print("RESULT=" + json.dumps({{"counts": counts, "checksum": checksum, "readers": readers,
+                                  "driver_jvm": driver_jvm, "master": spark.sparkContext.master}}))
+    spark.stop()
+"""
+
+
+def test_a_standalone_cluster_reads_every_message_on_its_executors(standalone_master, avro_zone):
+    code = DRIVER.format(master=standalone_master, schema_topic=str(avro_zone.schema_topic), table=TABLE,
+                         path=str(avro_zone.topics["hr"]))
+    result = run_python(code, timeout=300)
+    assert result.returncode == 0, result.stderr[-5000:]
+    line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT="))
+    outcome = json.loads(line.removeprefix("RESULT="))
+
+    assert outcome["master"] == standalone_master
+    assert outcome["counts"] == avro_zone.expected_counts()[TABLE]
+    assert outcome["checksum"] == expected_checksum(avro_zone)
+
+    readers = outcome["readers"]
+    assert sum(n for *_, n in readers) == len(avro_zone.messages_for(TABLE))
+    for jvm_pid, executor_id, is_executor_backend, _ in readers:
+        assert jvm_pid is not None and jvm_pid != outcome["driver_jvm"], readers
+        assert is_executor_backend and executor_id != "driver", readers
