@@ -70,6 +70,32 @@ def test_include_source_rows_equal_the_generated_rows_in_full(spark, avro_zone):
                      project(expected_rows_with_source(avro_zone, TABLE, "avro"), coordinates_only))
 
 
+# -- valueField ------------------------------------------------------------------------------------
+
+
+def rename_value_field(source_dir, target_dir, name: str) -> None:
+    """Copies a topic of Kafka-record container files with the ``value`` field renamed."""
+    import fastavro
+    target_dir.mkdir()
+    for source in source_dir.iterdir():
+        with open(source, "rb") as stream:
+            container = fastavro.reader(stream)
+            schema = dict(container.writer_schema)
+            records = [{(name if k == "value" else k): v for k, v in r.items()} for r in container]
+        schema["fields"] = [{**f, "name": name} if f["name"] == "value" else f for f in schema["fields"]]
+        with open(target_dir / source.name, "wb") as stream:
+            fastavro.writer(stream, schema, records)
+
+
+def test_value_field_names_the_field_that_holds_the_message(spark, avro_zone, tmp_path):
+    """The same landed records (data and schema topics) with the envelope in a field ``payload``."""
+    rename_value_field(avro_zone.topics["hr"], tmp_path / "hr", "payload")
+    rename_value_field(avro_zone.schema_topic, tmp_path / "schema", "payload")
+    df = read_table(spark, avro_zone, TABLE, schema_topic=False, paths=[tmp_path / "hr"],
+                    schemaTopic=str(tmp_path / "schema"), valueField="payload")
+    assert_same_rows(collect_plain(df), expected_rows(avro_zone, TABLE))
+
+
 # -- option names and values ----------------------------------------------------------------------
 
 

@@ -300,6 +300,33 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
     assert(corrupt("message").toString.startsWith("f.avro, frame at byte 0: "))
   }
 
+  test("versions whose column types differ are read in the widest type; incompatible ones are refused") {
+    val v1 = salaries.copy(schemaId = "A1A1A1A1A1A1A1A1A1A1A1A1A1A1A1A1")
+    val longColumns = salariesColumns.map(c => if (c.name == "salary") c.copy(avroType = "\"long\"", sourceType = "INT8") else c)
+    val v2 = TableDef("A2A2A2A2A2A2A2A2A2A2A2A2A2A2A2A2", "employees", "salaries", 2, longColumns, dataSchemaJson(longColumns))
+    val s = readSpec(registry(v1, v2), salaries.name)
+    assert(s.layout.struct("salary").dataType.simpleString == "bigint")
+    val dec = decoder(s)
+    assert(row(dec, dataEnvelope(v1, salary(1, 100)))("salary") == 100L)
+    assert(row(dec, dataEnvelope(v2, salary(2, 0) + ("salary" -> 5000000000L)))("salary") == 5000000000L)
+    val stringColumns = salariesColumns.map(c => if (c.name == "salary") c.copy(avroType = "\"string\"") else c)
+    val v3 = TableDef("A3A3A3A3A3A3A3A3A3A3A3A3A3A3A3A3", "employees", "salaries", 3, stringColumns, dataSchemaJson(stringColumns))
+    val e = intercept[ReplicateException](readSpec(registry(v1, v3), salaries.name))
+    assert(e.errorId == ErrorId.IncompatibleVersions && e.detail.contains("salary"))
+  }
+
+  test("a self-describing message whose embedded schema contradicts its schema id's metadata is malformed") {
+    // emp_no arrives as a string while the metadata of this schema id says int: one bad message,
+    // which PERMISSIVE / DROPMALFORMED must be able to keep or drop instead of failing the job.
+    val contradicting = salariesColumns.map(c => if (c.name == "emp_no") c.copy(avroType = "\"string\"") else c)
+    val schemaJson = dataSchemaJson(contradicting)
+    val bytes = envelope("DT", dataPayload(parseSchema(schemaJson), salary(1, 1) + ("emp_no" -> "one"), null,
+      cdcHeaders("INSERT")), SampleSchemaId, schemaJson)
+    val thrown = intercept[ReplicateException](decoder().decode(bytes, 0, bytes.length))
+    assert(thrown.isInstanceOf[MalformedMessageException], s"${thrown.getClass.getSimpleName}: ${thrown.getMessage}")
+    assert(thrown.errorId == ErrorId.BadEmbeddedSchema)
+  }
+
   // ------------------------------------------------------------------ known bugs, see the report
 
   /** salaries v1 and a v2 that adds `bonus`; both with a nullable `data`. */

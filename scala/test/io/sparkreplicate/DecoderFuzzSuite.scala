@@ -16,6 +16,10 @@ import io.sparkreplicate.codec.{ChangeMask, Envelope, MessageKind, MetadataMessa
  * MalformedMessageException; anything else (a ClassCastException, an ArrayIndexOutOfBounds,
  * an OutOfMemoryError from a forged length, a hang) is a bug.
  *
+ * Known finding (see MetadataMessageSuite's BUG test): an embedded metadata schema that types a
+ * number field (`ordinal`, `length`, ...) as string/bytes/boolean makes MetadataMessage.decode throw
+ * a raw ClassCastException; the seeded run reaches it, so this test fails until that is fixed.
+ *
  * `-Dreplicate.fuzz.cases=N` raises the number of cases, `-Dreplicate.fuzz.seed=S` changes the seed.
  */
 class DecoderFuzzSuite extends AnyFunSuite {
@@ -81,6 +85,35 @@ class DecoderFuzzSuite extends AnyFunSuite {
     }
   }
 
+  private val typeTokens = IndexedSeq("\"int\"", "\"long\"", "\"string\"", "\"bytes\"", "\"boolean\"", "\"null\"",
+    "\"double\"", "\"Data\"")
+
+  /**
+   * One fuzz input from a valid message: the whole envelope mutated, or only its payload (re-wrapped
+   * in a valid envelope, to reach the payload decoders), or its embedded schema's text.
+   */
+  private def variant(r: Random, original: Array[Byte]): (String, Array[Byte]) = {
+    val e = Envelope.decode(original, 0, original.length)
+    val kind = if (e.kind == MessageKind.Metadata) "MD" else "DT"
+    val payload = original.slice(e.payloadOffset, e.payloadOffset + e.payloadLength)
+    r.nextInt(20) match {
+      case n if n < 9 => mutate(r, original)
+      case n if n < 17 =>
+        val (mutation, mutated) = mutate(r, payload)
+        s"payload: $mutation" -> envelope(kind, mutated, e.schemaId, e.messageSchema)
+      case _ if e.messageSchema != null =>
+        val text = e.messageSchema
+        val found = typeTokens.filter(text.contains)
+        val from = found(r.nextInt(found.size))
+        val to = typeTokens(r.nextInt(typeTokens.size))
+        val at = Iterator.iterate(text.indexOf(from))(i => text.indexOf(from, i + 1)).takeWhile(_ >= 0).toIndexedSeq
+        val i = at(r.nextInt(at.size))
+        s"schema: $from at $i to $to" ->
+          envelope(kind, payload, e.schemaId, text.substring(0, i) + to + text.substring(i + from.length))
+      case _ => mutate(r, original)
+    }
+  }
+
   private def run(what: String, input: Array[Byte], decode: => Any, outcomes: mutable.Map[String, Int],
       findings: mutable.Buffer[Finding]): Unit =
     try {
@@ -94,7 +127,7 @@ class DecoderFuzzSuite extends AnyFunSuite {
       case e: Throwable => findings += Finding(what, input, e)
     }
 
-  test(s"mutated and random envelopes end in an Outcome or a MalformedMessageException (seeded)") {
+  test(s"$cases mutated and random envelopes end in an Outcome or a MalformedMessageException (seeded)") {
     val r = new Random(seed)
     val decoder = new ChangeRowDecoder(readSpec(reg, salaries.name))
     val outcomes = mutable.Map.empty[String, Int]
@@ -103,7 +136,7 @@ class DecoderFuzzSuite extends AnyFunSuite {
     val started = System.nanoTime()
     for (i <- 0 until cases) {
       val (name, original) = valid(r.nextInt(valid.length))
-      val (mutation, input) = mutate(r, original)
+      val (mutation, input) = variant(r, original)
       val what = s"case $i (seed $seed): $name, $mutation"
       run(what, input, decoder.decode(input, 0, input.length), outcomes, findings)
       // What the schema-topic scan does with a message that still looks like metadata.
@@ -126,7 +159,7 @@ class DecoderFuzzSuite extends AnyFunSuite {
     val r = new Random(seed + 1)
     val decoder = new ChangeRowDecoder(readSpec(reg, salaries.name))
     for (_ <- 0 until 500) {
-      val (_, input) = mutate(r, valid(r.nextInt(valid.length))._2)
+      val (_, input) = variant(r, valid(r.nextInt(valid.length))._2)
       try decoder.decode(input, 0, input.length) catch { case _: ReplicateException => () }
     }
     val bytes = dataEnvelope(salaries70, salary(77, 7700), headers = cdcHeaders("INSERT",

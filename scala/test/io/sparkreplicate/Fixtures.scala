@@ -196,19 +196,32 @@ object Fixtures {
     }
 
     def metadataPayload(mdSchemaJson: String = metadataSchemaJson(columns.map(_.name))): Array[Byte] = {
-      val ordinals = columns.map(_.name).zipWithIndex.toMap
-      val value = Map[String, Any](
-        "schemaId" -> schemaId,
-        "lineage" -> Map[String, Any]("server" -> "server-1", "task" -> "task-1", "schema" -> schema, "table" -> table,
-          "tableVersion" -> version, "timestamp" -> "2023-03-21T14:34:21.000"),
-        "tableStructure" -> Map("tableColumns" -> columns.map(c => c.name -> Map[String, Any](
-          "ordinal" -> (ordinals(c.name) + 1), "type" -> c.sourceType, "length" -> c.length,
-          "precision" -> c.precision, "scale" -> c.scale, "primaryKeyPosition" -> c.primaryKeyPosition,
-          "nullable" -> c.nullable)).toMap),
-        "dataSchema" -> dataSchemaJson)
       val mdSchema = parseSchema(mdSchemaJson)
-      avroBinary(mdSchema, datum(mdSchema, value))
+      avroBinary(mdSchema, datum(mdSchema, metadataValue(schemaId, schema, table, version,
+        columns.zipWithIndex.map { case (c, i) => c.name -> columnValue(i + 1, c.sourceType, c.length, c.precision,
+          c.scale, c.primaryKeyPosition, c.nullable) }, dataSchemaJson)))
     }
+  }
+
+  /** One entry of `tableStructure.tableColumns`, as the Scala value [[datum]] takes. */
+  def columnValue(ordinal: Any, sourceType: String = "INT4", length: Int = 0, precision: Int = 0, scale: Int = 0,
+      primaryKeyPosition: Int = 0, nullable: Boolean = true): Map[String, Any] =
+    Map("ordinal" -> ordinal, "type" -> sourceType, "length" -> length, "precision" -> precision, "scale" -> scale,
+      "primaryKeyPosition" -> primaryKeyPosition, "nullable" -> nullable)
+
+  /** A whole metadata message as the Scala value [[datum]] takes; `columns` in field order. */
+  def metadataValue(schemaId: String, schema: String, table: String, version: Long,
+      columns: Seq[(String, Map[String, Any])], dataSchemaJson: String): Map[String, Any] =
+    Map("schemaId" -> schemaId,
+      "lineage" -> Map[String, Any]("server" -> "server-1", "task" -> "task-1", "schema" -> schema, "table" -> table,
+        "tableVersion" -> version, "timestamp" -> "2023-03-21T14:34:21.000"),
+      "tableStructure" -> Map("tableColumns" -> columns.toMap),
+      "dataSchema" -> dataSchemaJson)
+
+  /** A metadata envelope whose message schema is `mdSchemaJson`, for hand-made (odd) metadata. */
+  def metadataEnvelopeOf(mdSchemaJson: String, value: Map[String, Any]): Array[Byte] = {
+    val mdSchema = parseSchema(mdSchemaJson)
+    envelope("MD", avroBinary(mdSchema, datum(mdSchema, value)), value("schemaId").toString, mdSchemaJson)
   }
 
   /**

@@ -106,20 +106,21 @@ class MetadataMessageSuite extends AnyFunSuite {
   }
 
   test("column ordinals with a gap are BadPayload") {
-    // Four columns with the ordinals 1, 2, 3 and 5.
-    val mdJson = metadataSchemaJson(Seq("emp_no", "salary", "from_date", "extra"))
-    val mdSchema = parseSchema(mdJson)
-    val columnValue = (ordinal: Int) => Map[String, Any]("ordinal" -> ordinal, "type" -> "INT4", "length" -> 0, "precision" -> 0,
-      "scale" -> 0, "primaryKeyPosition" -> 0, "nullable" -> true)
-    val value = Map[String, Any]("schemaId" -> SampleSchemaId,
-      "lineage" -> Map[String, Any]("server" -> "s", "task" -> "t", "schema" -> "employees", "table" -> "salaries",
-        "tableVersion" -> 1L, "timestamp" -> ""),
-      "tableStructure" -> Map("tableColumns" -> Map("emp_no" -> columnValue(1), "salary" -> columnValue(2),
-        "from_date" -> columnValue(3), "extra" -> columnValue(5))),
-      "dataSchema" -> salaries63SchemaJson)
-    val bytes = envelope("MD", avroBinary(mdSchema, datum(mdSchema, value)), SampleSchemaId, mdJson)
+    val names = Seq("emp_no", "salary", "from_date", "extra")
+    val bytes = metadataEnvelopeOf(metadataSchemaJson(names), metadataValue(SampleSchemaId, "employees", "salaries", 1,
+      names.zip(Seq(1, 2, 3, 5)).map { case (n, o) => n -> columnValue(o) }, salaries63SchemaJson))
     val e = malformed(bytes)
     assert(e.errorId == ErrorId.BadPayload)
     assert(e.detail.contains("1,2,3,5"))
+  }
+
+  test("BUG: an embedded metadata schema that types a number field as a string is malformed, not a ClassCastException") {
+    val names = salariesColumns.map(_.name)
+    val mdJson = metadataSchemaJson(names).replace(""""name":"ordinal","type":"int"""", """"name":"ordinal","type":"string"""")
+    assert(mdJson != metadataSchemaJson(names))
+    val bytes = metadataEnvelopeOf(mdJson, metadataValue(SampleSchemaId, "employees", "salaries", 1,
+      names.zipWithIndex.map { case (n, i) => n -> columnValue((i + 1).toString) }, salaries63SchemaJson))
+    val thrown = intercept[Throwable](decode(bytes))
+    assert(thrown.isInstanceOf[MalformedMessageException], s"${thrown.getClass.getName}: ${thrown.getMessage}")
   }
 }

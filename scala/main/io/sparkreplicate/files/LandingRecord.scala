@@ -1,18 +1,17 @@
 package io.sparkreplicate.files
 
-import java.nio.ByteBuffer
-
-import org.apache.avro.util.Utf8
-
 /**
  * The current landed message and, when the landing records carry them, its Kafka coordinates.
- * One instance per open file, overwritten for every record, so nothing is allocated per message.
+ * Byte fields are slices of the buffer the record was read from (`buffer`), valid until the next
+ * record: nothing is copied or allocated per message unless a coordinate is actually selected.
  */
 final class LandingRecord {
-  var value: ByteBuffer = ByteBuffer.allocate(0)
+  var buffer: Array[Byte] = Array.emptyByteArray
+  var valueOffset = 0
+  var valueLength = 0
   var valueIsNull = false
-  val topic = new Utf8()
-  var hasTopic = false
+  var topicOffset = 0
+  var topicLength = -1
   var partition = 0
   var hasPartition = false
   var offset = 0L
@@ -20,15 +19,19 @@ final class LandingRecord {
   /** Epoch milliseconds, as Kafka keeps them. */
   var timestamp = 0L
   var hasTimestamp = false
-  var key: ByteBuffer = ByteBuffer.allocate(0)
-  var hasKey = false
+  var keyOffset = 0
+  var keyLength = -1
+
+  def hasTopic: Boolean = topicLength >= 0
+  def hasKey: Boolean = keyLength >= 0
 
   def clear(): Unit = {
+    valueLength = 0
     valueIsNull = false
-    hasTopic = false
+    topicLength = -1
     hasPartition = false
     hasOffset = false
     hasTimestamp = false
-    hasKey = false
+    keyLength = -1
   }
 }

@@ -4,63 +4,68 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.avro.Schema
 import org.apache.avro.Schema.Type
-import org.apache.avro.io.{DatumReader, Decoder}
 
 import io.sparkreplicate.{ErrorId, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper}
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, SliceDecoder}
 
 /**
- * Reads the records of an Avro container landing file straight into a reused [[LandingRecord]]:
- * the envelope bytes from `valueField` (or the whole datum when the file's schema is `bytes`),
+ * Reads one record of an Avro container landing file into a reused [[LandingRecord]]: where the
+ * envelope bytes are (field `valueField`, or the whole datum when the file's schema is `bytes`),
  * and the Kafka-style coordinates `topic`, `partition`, `offset`, `timestamp`, `key` when present.
- * Any other field is skipped without being decoded.
+ * Any other field is skipped. The steps are built once per file schema.
  */
-final class LandingRecordReader(valueField: String, path: String) extends DatumReader[LandingRecord] {
-  private type Step = (Decoder, LandingRecord) => Unit
-  private var steps: Array[Step] = Array.empty
+final class LandingRecordReader(schema: Schema, valueField: String, path: String) {
+  private type Step = (SliceDecoder, LandingRecord) => Unit
 
-  override def setSchema(schema: Schema): Unit = {
-    steps = schema.getType match {
-      case Type.BYTES => Array((in, r) => r.value = in.readBytes(r.value))
-      case Type.RECORD =>
-        val fields = schema.getFields.asScala
-        if (!fields.exists(f => f.name == valueField && isBytes(f.schema))) {
-          throw new ReplicateException(ErrorId.InvalidOption, s"the records of `$path` have no " +
-            s"bytes field `$valueField` (fields: ${fields.map(_.name).mkString(", ")}); set the " +
-            "option `valueField` to the field that holds the Replicate message")
-        }
-        fields.map(f => nullable(f.name, f.schema, fieldStep(f.name, AvroSchemas.unwrapNullable(f.schema)))).toArray
-      case other => throw new ReplicateException(ErrorId.InvalidOption, s"`$path` is an Avro " +
-        s"container of $other values; expected `bytes` or a record with a bytes field `$valueField`")
-    }
+  private val readValue: Step = (in, r) => {
+    r.valueLength = in.readLength()
+    r.valueOffset = in.arrayOffset
+    in.skipFixed(r.valueLength)
   }
 
-  override def read(reuse: LandingRecord, in: Decoder): LandingRecord = {
-    reuse.clear()
+  private val steps: Array[Step] = schema.getType match {
+    case Type.BYTES => Array(readValue)
+    case Type.RECORD =>
+      val fields = schema.getFields.asScala
+      if (!fields.exists(f => f.name == valueField && isBytes(f.schema))) {
+        throw new ReplicateException(ErrorId.InvalidOption, s"the records of `$path` have no " +
+          s"bytes field `$valueField` (fields: ${fields.map(_.name).mkString(", ")}); set the " +
+          "option `valueField` to the field that holds the Replicate message")
+      }
+      fields.map(f => nullable(f.name, f.schema, fieldStep(f.name, AvroSchemas.unwrapNullable(f.schema)))).toArray
+    case other => throw new ReplicateException(ErrorId.InvalidOption, s"`$path` is an Avro " +
+      s"container of $other values; expected `bytes` or a record with a bytes field `$valueField`")
+  }
+
+  def read(in: SliceDecoder, record: LandingRecord): Unit = {
+    record.clear()
     var i = 0
-    while (i < steps.length) { steps(i)(in, reuse); i += 1 }
-    reuse
+    while (i < steps.length) { steps(i)(in, record); i += 1 }
   }
 
-  private def isBytes(schema: Schema): Boolean = AvroSchemas.unwrapNullable(schema).getType == Type.BYTES
+  private def isBytes(s: Schema): Boolean = AvroSchemas.unwrapNullable(s).getType == Type.BYTES
 
-  private def fieldStep(name: String, schema: Schema): Step = (name, schema.getType) match {
-    case (`valueField`, Type.BYTES) => (in, r) => r.value = in.readBytes(r.value)
-    case ("topic", Type.STRING) => (in, r) => { in.readString(r.topic); r.hasTopic = true }
+  private def fieldStep(name: String, s: Schema): Step = (name, s.getType) match {
+    case (`valueField`, Type.BYTES) => readValue
+    case ("topic", Type.STRING) => (in, r) => {
+      r.topicLength = in.readLength(); r.topicOffset = in.arrayOffset; in.skipFixed(r.topicLength)
+    }
     case ("partition", Type.INT) => (in, r) => { r.partition = in.readInt(); r.hasPartition = true }
     case ("offset", Type.LONG) => (in, r) => { r.offset = in.readLong(); r.hasOffset = true }
     case ("timestamp", Type.LONG) => (in, r) => { r.timestamp = in.readLong(); r.hasTimestamp = true }
-    case ("key", Type.BYTES) => (in, r) => { r.key = in.readBytes(r.key); r.hasKey = true }
+    case ("key", Type.BYTES | Type.STRING) => (in, r) => {
+      r.keyLength = in.readLength(); r.keyOffset = in.arrayOffset; in.skipFixed(r.keyLength)
+    }
     case _ =>
-      val skip = AvroSkipper(schema)
+      val skip = AvroSkipper(s)
       (in, _) => skip(in)
   }
 
   /** Wraps a step so that a `[null, T]` field reads its branch first; a null value is noted. */
-  private def nullable(name: String, schema: Schema, step: Step): Step =
-    if (AvroSchemas.unwrapNullable(schema) eq schema) step
+  private def nullable(name: String, s: Schema, step: Step): Step =
+    if (AvroSchemas.unwrapNullable(s) eq s) step
     else {
-      val nullBranch = schema.getTypes.asScala.indexWhere(_.getType == Type.NULL)
+      val nullBranch = s.getTypes.asScala.indexWhere(_.getType == Type.NULL)
       val isValue = name == valueField
       (in, r) => if (in.readIndex() != nullBranch) step(in, r) else if (isValue) r.valueIsNull = true
     }

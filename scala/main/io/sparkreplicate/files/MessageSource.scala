@@ -36,7 +36,7 @@ object MessageSource {
     val path = new Path(split.path)
     val framing = if (split.framing == Framing.Auto) sniff(path, conf) else split.framing
     framing match {
-      case Framing.AvroContainer => new AvroContainerSource(split, conf, valueField)
+      case Framing.AvroContainer => new AvroContainerSource(split, conf, valueField, limits.maxMessageBytes)
       case Framing.LengthPrefixed => new LengthPrefixedSource(split, conf, limits.maxMessageBytes)
       case Framing.WholeMessage => new WholeMessageSource(split, conf, limits.maxMessageBytes)
       case Framing.Auto => EmptySource
