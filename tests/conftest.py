@@ -24,7 +24,7 @@ from fastavro import block_reader
 from pyspark.sql import DataFrame, Row, SparkSession
 
 import spark_replicate
-from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, default_tables,
+from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef,
                                       generate_landing_zone, mask_ordinals)
 
 TESTS_DIR = Path(__file__).resolve().parent

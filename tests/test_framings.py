@@ -4,6 +4,7 @@ files split at sync markers."""
 from __future__ import annotations
 
 import pytest
+from fastavro import reader
 
 from conftest import (FRAMING_ZONES, ZONE_SPECS, assert_same_rows, collect_plain, expected_rows, read_table,
                       spark_conf)
@@ -29,8 +30,6 @@ def test_every_framing_returns_every_generated_row_exactly_once(spark, landing_z
 
 def test_avro_value_schemas_are_a_kafka_record_and_plain_bytes(landing_zone):
     """Guards the premise of the framing tests: both container layouts are really exercised."""
-    from fastavro import reader
-
     def container_schema(zone_name):
         zone = landing_zone(zone_name)
         with open(next(zone.topics["hr"].iterdir()), "rb") as stream:

@@ -3,6 +3,7 @@ values, and the Python shorthand ``spark_replicate.read``."""
 
 from __future__ import annotations
 
+import fastavro
 import pytest
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructType, TimestampType
 
@@ -75,7 +76,6 @@ def test_include_source_rows_equal_the_generated_rows_in_full(spark, avro_zone):
 
 def rename_value_field(source_dir, target_dir, name: str) -> None:
     """Copies a topic of Kafka-record container files with the ``value`` field renamed."""
-    import fastavro
     target_dir.mkdir()
     for source in source_dir.iterdir():
         with open(source, "rb") as stream:

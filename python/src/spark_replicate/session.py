@@ -31,13 +31,33 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
         jars = active.getConf().get("spark.jars", "")
         if jar not in jars.split(","):
             raise ReplicateSetupError(
-                "a Spark JVM is already running without the spark-replicate jar; call "
+                "a SparkSession without the spark-replicate jar is already running; call "
                 "spark_replicate.configure_spark(SparkSession.builder) before the first "
-                "getOrCreate(), or stop the running session first"
+                "getOrCreate() of the process"
             )
         return builder
+    if pyspark.SparkContext._jvm is not None and not _connector_loadable(pyspark.SparkContext._jvm):
+        # A stopped session keeps its JVM, whose class path is fixed: a new session would start
+        # but could not find the `replicate` format.
+        raise ReplicateSetupError(
+            "this Python process already started a Spark JVM without the spark-replicate jar "
+            "(stopping a session does not stop its JVM); call spark_replicate.configure_spark "
+            "before the first getOrCreate() of the process, or use a new process"
+        )
     existing = getattr(builder, "_options", {}).get("spark.jars")
     return builder.config("spark.jars", f"{existing},{jar}" if existing else jar)
+
+
+def _connector_loadable(jvm) -> bool:
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        jvm.java.lang.Class.forName(
+            "io.sparkreplicate.v2.ReplicateDataSource", False,
+            jvm.java.lang.Thread.currentThread().getContextClassLoader())
+        return True
+    except Py4JJavaError:
+        return False
 
 
 def last_read_metrics(spark: SparkSession) -> dict[str, int]:

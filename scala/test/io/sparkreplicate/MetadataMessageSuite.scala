@@ -28,6 +28,11 @@ class MetadataMessageSuite extends AnyFunSuite {
     assert(version.tableVersion == 1L)
   }
 
+  test("the sample's embedded messageSchema is the reference MetadataMessage schema") {
+    assert(sampleMetadataSchema == parseSchema(resourceText("reference/replicate6.3_MetadataMessage.schema.compact.avsc")))
+    assert(sampleMetadataSchema.getNamespace == null && sampleMetadataSchema.getName == "MetadataMessage")
+  }
+
   test("the sample's columns come out in ordinal order with their types, lengths and nullability") {
     val columns = decode(sampleMetadataEnvelope).columns
     assert(columns.map(_.name) == Seq("emp_no", "salary", "from_date", "to_date"))

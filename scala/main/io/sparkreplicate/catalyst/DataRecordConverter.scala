@@ -129,7 +129,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
 
   /**
    * A `Data` record (or `[null, Data]`) whose columns go to `targetOf`; returns the step and the
-   * slots of the output row it always writes. `onNull` learns whether the record itself was null.
+   * slots it writes whenever the record is not null. `onNull` learns whether it was null.
    */
   private def recordStep(schema: Schema, what: String,
       targetOf: String => Option[(InternalRow, Int, DataType)], onNull: Boolean => Unit): (Step, Set[Int]) = {
@@ -142,9 +142,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
         case None => AvroSkipper(f.schema)
       }
     }.toArray
-    val slots = record.getFields.asScala.flatMap(f => targetOf(f.name)).collect {
-      case (target, o, _) if target eq row => o
-    }.toSet
+    val slots = record.getFields.asScala.flatMap(f => targetOf(f.name)).map(_._2).toSet
     val readFields: Step = in => { var i = 0; while (i < fieldSteps.length) { fieldSteps(i)(in); i += 1 } }
     (nullableRecord(schema, what, readFields, onNull), slots)
   }
@@ -171,15 +169,30 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private def beforeStep(schema: Schema): Step = {
     val noteNull: Boolean => Unit = isNull => beforeIsNull = isNull
     val beforeFields = out.beforeType.fieldNames
-    val intoStruct = recordStep(schema, "beforeData", name => Option(beforeFields.indexOf(name)).filter(_ >= 0)
-      .map(i => (out.before, i, out.beforeType(i).dataType)), noteNull)._1
-    val intoColumns = recordStep(schema, "beforeData", name => Option(layout.indexOf(name)).filter(_ >= 0)
-      .map(i => (out.beforeColumns, i, layout.columns(i).dataType)), noteNull)._1
+    val intoStruct = nullingOthers(out.before, beforeFields.length, recordStep(schema, "beforeData",
+      name => Option(beforeFields.indexOf(name)).filter(_ >= 0).map(i => (out.before, i, out.beforeType(i).dataType)), noteNull))
+    val intoColumns = nullingOthers(out.beforeColumns, layout.columns.size, recordStep(schema, "beforeData",
+      name => Option(layout.indexOf(name)).filter(_ >= 0).map(i => (out.beforeColumns, i, layout.columns(i).dataType)), noteNull))
     val skip = nullableRecord(schema, "beforeData", AvroSkipper(AvroSchemas.unwrapNullable(schema)), noteNull)
     in => {
       if (dataIsNull) intoColumns(in)
       else if (wantBefore) intoStruct(in)
       else skip(in)
+    }
+  }
+
+  /**
+   * The before-image rows are reused across messages of every version: slots this version's
+   * `Data` lacks (columns added later, or dropped earlier) must be nulled, not left over.
+   */
+  private def nullingOthers(target: InternalRow, size: Int, built: (Step, Set[Int])): Step = {
+    val (step, written) = built
+    val others = (0 until size).filterNot(written).toArray
+    if (others.isEmpty) step
+    else in => {
+      step(in)
+      var i = 0
+      while (i < others.length) { target.setNullAt(others(i)); i += 1 }
     }
   }
 

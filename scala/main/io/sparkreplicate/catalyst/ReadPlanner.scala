@@ -65,7 +65,8 @@ object ReadPlanner {
       case None => tables match {
         case Seq(only) => only
         case _ => throw new ReplicateException(ErrorId.TableRequired,
-          s"the input holds ${tables.size} tables ($listed); set the option `table` to one of them")
+          s"the metadata read from ${registry.origins.mkString(", ")} describes ${tables.size} tables " +
+            s"($listed); set the option `table` to one of them")
       }
     }
   }
