@@ -40,7 +40,8 @@ final case class ReplicateOptions(
     columnNameOfCorruptRecord: String,
     limits: DecodeLimits,
     ignoreCorruptFiles: Boolean,
-    ignoreMissingFiles: Boolean)
+    ignoreMissingFiles: Boolean,
+    redaction: Redaction)
 
 /**
  * Caps against hostile or broken input, checked before anything of that size is allocated.
@@ -74,10 +75,18 @@ object ReplicateOptions {
   final case class SessionDefaults(
       columnNameOfCorruptRecord: String = "_corrupt_record",
       ignoreCorruptFiles: Boolean = false,
-      ignoreMissingFiles: Boolean = false)
+      ignoreMissingFiles: Boolean = false,
+      redactionRegex: String = Redaction.DefaultKeyRegex,
+      stringRedactionRegex: Option[String] = None)
 
   /** @param options as Spark hands them over; keys in any case */
   def parse(options: Map[String, String], session: SessionDefaults = SessionDefaults()): ReplicateOptions = {
+    val redaction = Redaction.fromOptions(options, session.redactionRegex, session.stringRedactionRegex)
+    try parseRedacted(options, session, redaction) catch { case e: ReplicateException => throw redaction(e) }
+  }
+
+  private def parseRedacted(options: Map[String, String], session: SessionDefaults, redaction: Redaction)
+      : ReplicateOptions = {
     val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
     def get(name: String): Option[String] = lower.get(name.toLowerCase(Locale.ROOT))
 
@@ -104,7 +113,8 @@ object ReplicateOptions {
       ignoreCorruptFiles = get(IgnoreCorruptFiles).map(boolean(IgnoreCorruptFiles, _))
         .getOrElse(session.ignoreCorruptFiles),
       ignoreMissingFiles = get(IgnoreMissingFiles).map(boolean(IgnoreMissingFiles, _))
-        .getOrElse(session.ignoreMissingFiles))
+        .getOrElse(session.ignoreMissingFiles),
+      redaction = redaction)
   }
 
   private val ByteSize = "(?i)\\s*(\\d+)\\s*([kmg]?)i?b?\\s*".r

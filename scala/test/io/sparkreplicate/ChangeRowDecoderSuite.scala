@@ -357,7 +357,7 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
     assert(older("bonus") == null, "bonus leaked from the previous message")
   }
 
-  test("BUG: beforeData written ahead of a null data still becomes the row image (fields are looked up by name)") {
+  test("beforeData written ahead of a null data still becomes the row image (fields are looked up by name)") {
     val reordered = TableDef("C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0", "employees", "salaries", 1, salariesColumns,
       dataSchemaJson(salariesColumns, nullableData = true, beforeFirst = true))
     val dec = decoder(readSpec(registry(reordered), salaries.name))

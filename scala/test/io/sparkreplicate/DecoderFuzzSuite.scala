@@ -16,9 +16,8 @@ import io.sparkreplicate.codec.{ChangeMask, Envelope, MessageKind, MetadataMessa
  * MalformedMessageException; anything else (a ClassCastException, an ArrayIndexOutOfBounds,
  * an OutOfMemoryError from a forged length, a hang) is a bug.
  *
- * Known finding (see MetadataMessageSuite's BUG test): an embedded metadata schema that types a
- * number field (`ordinal`, `length`, ...) as string/bytes/boolean makes MetadataMessage.decode throw
- * a raw ClassCastException; the seeded run reaches it, so this test fails until that is fixed.
+ * The seeded run reaches an embedded metadata schema that types a number field (`ordinal`,
+ * `length`, ...) as string/bytes/boolean, which once escaped as a raw ClassCastException.
  *
  * `-Dreplicate.fuzz.cases=N` raises the number of cases, `-Dreplicate.fuzz.seed=S` changes the seed.
  */

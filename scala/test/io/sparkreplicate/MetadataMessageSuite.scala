@@ -119,7 +119,7 @@ class MetadataMessageSuite extends AnyFunSuite {
     assert(e.detail.contains("1,2,3,5"))
   }
 
-  test("BUG: an embedded metadata schema that types a number field as a string is malformed, not a ClassCastException") {
+  test("an embedded metadata schema that types a number field as a string is malformed, not a ClassCastException") {
     val names = salariesColumns.map(_.name)
     val mdJson = metadataSchemaJson(names).replace(""""name":"ordinal","type":"int"""", """"name":"ordinal","type":"string"""")
     assert(mdJson != metadataSchemaJson(names))

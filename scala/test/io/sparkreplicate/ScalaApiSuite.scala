@@ -218,7 +218,7 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
     val sourceType = df.schema("header__source").dataType.asInstanceOf[StructType]
     assert(Seq("file", "position", "topic", "partition", "offset", "timestamp", "key").forall(sourceType.fieldNames.contains),
       sourceType)
-    // The whole struct is selected: no nested pruning here (see the BUG test below for that).
+    // The whole struct is selected: no nested pruning here (nested pruning is tested below).
     val rows = df.select("header__change_seq", "header__source").collect().toSeq
     assert(rows.size == changes.count(_.table == salaries))
     val bySeq = rows.map(r => Option(r.getString(0)).getOrElse("sample") -> r.getStruct(1)).toMap
@@ -236,7 +236,7 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(!salariesDf().schema.fieldNames.contains("header__source"), "includeSource defaults to false")
   }
 
-  test("BUG: includeSource with only some source fields selected (nested pruning) returns those fields") {
+  test("includeSource with only some source fields selected (nested pruning) returns those fields") {
     val rows = salariesDf("includeSource" -> "true")
       .selectExpr("header__source.topic", "header__source.offset", "header__source.partition").collect()
     assert(rows.map(r => (r.getString(0), r.getLong(1), r.getInt(2))).toSet ==
@@ -272,8 +272,8 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(mixed("DROPMALFORMED").select("emp_no").collect().map(_.getInt(0)).sorted.toSeq == Seq(1, 2))
   }
 
-  test("BUG: PERMISSIVE keeps the broken message as a corrupt row, and only that row") {
-    // The whole struct is selected: no nested pruning here (see the next BUG test for that).
+  test("PERMISSIVE keeps the broken message as a corrupt row, and only that row") {
+    // The whole struct is selected: no nested pruning here (nested pruning is tested next).
     val rows = mixed("PERMISSIVE").select("emp_no", "_corrupt_record").collect().map { r =>
       val corrupt = r.getStruct(1)
       Seq[Any](r.get(0), if (corrupt == null) null else corrupt.getAs[String]("reason"),
@@ -283,7 +283,7 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
       Seq(null, "REPLICATE_BAD_MAGIC", "definitely not an envelope")), "the corrupt record leaks into the next row")
   }
 
-  test("BUG: PERMISSIVE with only _corrupt_record.message selected (nested pruning)") {
+  test("PERMISSIVE with only _corrupt_record.message selected (nested pruning)") {
     val messages = mixed("PERMISSIVE").selectExpr("_corrupt_record.message").collect().map(_.getString(0)).toSeq
     assert(messages.count(_ != null) == 1, messages)
     assert(messages.filter(_ != null).forall(_.contains("mixed/part-0.avro")), messages)

@@ -64,6 +64,7 @@ final class ChangeRowDecoder(spec: ReadSpec) {
     }
     if (!decoder.isEnd) throw new MalformedMessageException(ErrorId.TrailingBytes,
       "bytes follow the payload's last field")
+    if (out.corruptSlot >= 0) out.row.setNullAt(out.corruptSlot)
     Outcome.Row
   }
 
@@ -93,7 +94,7 @@ final class ChangeRowDecoder(spec: ReadSpec) {
     if (out.corruptSlot >= 0) {
       val raw = if (length > 0) java.util.Arrays.copyOfRange(bytes, offset, offset + length) else null
       out.row.update(out.corruptSlot, new GenericInternalRow(Array[Any](raw,
-        UTF8String.fromString(error.errorId.name), UTF8String.fromString(s"$where: ${error.detail}"))))
+        UTF8String.fromString(error.errorId.name), UTF8String.fromString(spec.options.redaction(s"$where: ${error.detail}")))))
     }
     out.row
   }

@@ -42,7 +42,10 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
 
   def get: InternalRow = decoder.out.row
 
-  def next(): Boolean = {
+  /** Every error leaving a task is redacted: file paths and reasons may carry secrets. */
+  def next(): Boolean = try advance() catch { case e: ReplicateException => throw spec.options.redaction(e) }
+
+  private def advance(): Boolean = {
     while (true) {
       if (source == null && !openNext()) return false
       val more = try source.next() catch {

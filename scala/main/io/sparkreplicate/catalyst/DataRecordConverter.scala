@@ -32,6 +32,8 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   // Per-message state, written by the steps.
   private var dataIsNull = false
   private var beforeIsNull = true
+  /** Whether `beforeData` went to the scratch row of all columns rather than the struct. */
+  private var beforeInColumns = false
   private var changeMask: Array[Byte] = _
   private var columnMask: Array[Byte] = _
 
@@ -50,6 +52,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   def convert(in: Decoder): Unit = {
     dataIsNull = false
     beforeIsNull = true
+    beforeInColumns = false
     changeMask = null
     columnMask = null
     var i = 0
@@ -68,7 +71,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     if (wantBefore) {
       if (beforeIsNull) row.setNullAt(out.beforeSlot)
       else {
-        if (dataIsNull) out.beforeColumnsAsStruct()
+        if (beforeInColumns) out.beforeColumnsAsStruct()
         row.update(out.beforeSlot, out.before)
       }
     }
@@ -163,8 +166,8 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
 
   /**
    * `beforeData`: decoded into the selected before-image struct, or into the scratch row of all
-   * columns when it must stand in for a null `data`; otherwise skipped (but its nullness noted,
-   * which the row-image rule needs).
+   * columns when it may have to stand in for a null `data`; otherwise skipped (but its nullness
+   * noted, which the row-image rule needs).
    */
   private def beforeStep(schema: Schema): Step = {
     val noteNull: Boolean => Unit = isNull => beforeIsNull = isNull
@@ -174,8 +177,11 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     val intoColumns = nullingOthers(out.beforeColumns, layout.columns.size, recordStep(schema, "beforeData",
       name => Option(layout.indexOf(name)).filter(_ >= 0).map(i => (out.beforeColumns, i, layout.columns(i).dataType)), noteNull))
     val skip = nullableRecord(schema, "beforeData", AvroSkipper(AvroSchemas.unwrapNullable(schema)), noteNull)
+    // Written before `data`, it cannot yet know whether it must stand in for a null `data`.
+    val fields = writer.getFields.asScala.map(_.name)
+    val beforeFirst = fields.indexOf("beforeData") < fields.indexOf("data")
     in => {
-      if (dataIsNull) intoColumns(in)
+      if (beforeFirst || dataIsNull) { intoColumns(in); beforeInColumns = true }
       else if (wantBefore) intoStruct(in)
       else skip(in)
     }

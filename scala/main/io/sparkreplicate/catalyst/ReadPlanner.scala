@@ -28,7 +28,8 @@ object ReadPlanner {
     val files = LandingFiles.list(options.paths, conf)
     val registry = if (options.schemaTopic.nonEmpty) {
       val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
-      SchemaRegistry.build(wholeFileSplits(schemaFiles, options.framing)
+      // The schema topic may be landed differently from the data: its framing is always detected.
+      SchemaRegistry.build(wholeFileSplits(schemaFiles, Framing.Auto)
         .flatMap(MetadataScanner.scan(_, conf, options, strict = true)), options.schemaTopic)
     } else {
       SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)

@@ -40,6 +40,9 @@ object Envelope {
   def decode(in: SliceDecoder, buf: Array[Byte], offset: Int, length: Int): Envelope = {
     in.reset(buf, offset, length)
     if (length == 0) throw new MalformedMessageException(ErrorId.Truncated, "empty message")
+    if (length < Magic.length && (0 until length).forall(i => buf(offset + i) == Magic(i))) {
+      throw new MalformedMessageException(ErrorId.Truncated, s"message ends after $length byte(s) of the magic")
+    }
     if (!startsWithMagic(buf, offset, length)) {
       val shown = buf.slice(offset, offset + math.min(length, Magic.length))
         .map(b => f"${b & 0xff}%02x").mkString(" ")

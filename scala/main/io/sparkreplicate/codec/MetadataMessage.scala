@@ -28,7 +28,10 @@ object MetadataMessage {
     }
     if (!decoder.isEnd) throw new MalformedMessageException(ErrorId.TrailingBytes,
       "bytes follow the metadata payload")
-    val version = fromRecord(record, origin)
+    val version = try fromRecord(record, origin) catch {
+      case e: ClassCastException => throw new MalformedMessageException(ErrorId.BadPayload,
+        s"a metadata field has an unexpected type: ${e.getMessage}", e)
+    }
     if (envelope.schemaId != null && envelope.schemaId != version.schemaId) {
       throw new MalformedMessageException(ErrorId.BadPayload, s"envelope schema id " +
         s"${envelope.schemaId} differs from the metadata's own schemaId ${version.schemaId}")

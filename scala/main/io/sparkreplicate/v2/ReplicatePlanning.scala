@@ -4,7 +4,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.sql.SparkSession
 
-import io.sparkreplicate.ReplicateOptions
+import io.sparkreplicate.{Redaction, ReplicateException, ReplicateOptions}
 import io.sparkreplicate.catalyst.{MetadataScanner, ReadPlan, ReadPlanner}
 import io.sparkreplicate.codec.TableVersion
 import io.sparkreplicate.files.{FileSplit, SerializableConfiguration, SplitPlanner}
@@ -19,9 +19,13 @@ private[v2] object ReplicatePlanning {
     val parsed = ReplicateOptions.parse(options, ReplicateOptions.SessionDefaults(
       columnNameOfCorruptRecord = spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"),
       ignoreCorruptFiles = spark.conf.get("spark.sql.files.ignoreCorruptFiles", "false").toBoolean,
-      ignoreMissingFiles = spark.conf.get("spark.sql.files.ignoreMissingFiles", "false").toBoolean))
+      ignoreMissingFiles = spark.conf.get("spark.sql.files.ignoreMissingFiles", "false").toBoolean,
+      redactionRegex = spark.conf.get("spark.redaction.regex", Redaction.DefaultKeyRegex),
+      stringRedactionRegex = spark.conf.getOption("spark.sql.redaction.string.regex")))
     val conf = hadoopConf(spark, options)
-    ReadPlanner.plan(parsed, conf, scanDataTopics(spark, conf, parsed))
+    try ReadPlanner.plan(parsed, conf, scanDataTopics(spark, conf, parsed)) catch {
+      case e: ReplicateException => throw parsed.redaction(e)
+    }
   }
 
   /** Like Spark's file sources, every read option is also visible to the Hadoop file system. */
