@@ -31,5 +31,7 @@ lazy val root = (project in file("."))
     }.taskValue,
     Test / fork := true,
     Test / parallelExecution := false,
-    Test / javaOptions ++= Seq("-Xmx2g", "-Duser.timezone=UTC") ++ JavaModules.opens
+    Test / javaOptions ++= Seq("-Xmx2g", "-Duser.timezone=UTC") ++ JavaModules.opens ++
+      // `bin/sbt -Dreplicate.fuzz.cases=1000000 ...` reaches the forked test JVM.
+      sys.props.collect { case (k, v) if k.startsWith("replicate.fuzz.") => s"-D$k=$v" }
   )

@@ -397,3 +397,27 @@ def run_python(code: str, *, timeout: float = 180, env: dict | None = None):
     full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=timeout, env=full_env)
+
+
+# --------------------------------------------------------------------------------------------
+# Accounting (README "Decoding and accounting")
+# --------------------------------------------------------------------------------------------
+
+OUTCOME_COUNTERS = ("rowsReturned", "metadataMessages", "filteredOut", "dropped")
+
+
+def assert_accounted(metrics: dict[str, int]) -> None:
+    """Nothing lost silently: every message read has exactly one outcome
+    (``messagesRead = rowsReturned + metadataMessages + filteredOut + dropped``), and every
+    malformed message exactly one reason (``malformed = sum of malformed_<REASON>``)."""
+    assert metrics["messagesRead"] == sum(metrics[name] for name in OUTCOME_COUNTERS), metrics
+    reasons = {name: n for name, n in metrics.items() if name.startswith("malformed_")}
+    assert reasons, f"no per-reason counters in {metrics}"
+    assert metrics["malformed"] == sum(reasons.values()), metrics
+
+
+def read_metrics(spark: SparkSession) -> dict[str, int]:
+    """The counts of the last read, checked to balance."""
+    metrics = spark_replicate.last_read_metrics(spark)
+    assert_accounted(metrics)
+    return metrics

@@ -6,111 +6,21 @@ the jar shipped to them to read anything."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 import zlib
-from pathlib import Path
 
-import pyspark
 import pytest
 
+from _cluster import standalone_cluster
 from conftest import run_python
 
-SPARK_HOME = Path(pyspark.__file__).resolve().parent
 TABLE = "HR.EMPLOYEES"
-START_TIMEOUT = 90
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def master_status(web_port: int) -> dict | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=2) as response:
-            return json.load(response)
-    except OSError:
-        return None
-
-
-class Daemon:
-    """A Spark daemon in its own process group, logging to a file."""
-
-    def __init__(self, name: str, main_class: str, args: list[str], workdir: Path, env: dict):
-        self.name = name
-        self.log = workdir / f"{name}.log"
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), main_class, *args],
-                                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir,
-                                            start_new_session=True)
-
-    def check_alive(self) -> None:
-        if self.process.poll() is not None:
-            pytest.fail(f"the {self.name} exited with {self.process.returncode}:\n{self.log.read_text()[-4000:]}")
-
-    def stop(self) -> None:
-        """Stops the whole process group (the worker's executors included)."""
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.process.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.process.wait(timeout=wait)
-                if sig == signal.SIGTERM:
-                    os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of the group, if any
-                return
-            except subprocess.TimeoutExpired:
-                continue
-            except ProcessLookupError:
-                return
-
-
-def wait_for(condition, what: str, daemons: list[Daemon]):
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        for daemon in daemons:
-            daemon.check_alive()
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.5)
-    pytest.fail(f"timed out waiting for {what}:\n" + "\n".join(d.log.read_text()[-3000:] for d in daemons))
 
 
 @pytest.fixture(scope="module")
 def standalone_master(tmp_path_factory):
     """A master and one worker (2 cores, 1g) on 127.0.0.1; yields the master URL."""
-    workdir = tmp_path_factory.mktemp("standalone")
-    conf_dir = workdir / "conf"
-    conf_dir.mkdir()
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_CONF_DIR": str(conf_dir),
-           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": str(workdir), "SPARK_LOG_DIR": str(workdir),
-           "SPARK_WORKER_DIR": str(workdir / "work"), "PYSPARK_PYTHON": sys.executable}
-    port, web_port, worker_web_port = free_port(), free_port(), free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    daemons: list[Daemon] = []
-    try:
-        daemons.append(Daemon("master", "org.apache.spark.deploy.master.Master",
-                              ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)],
-                              workdir, env))
-        wait_for(lambda: (master_status(web_port) or {}).get("status") == "ALIVE", "the master", daemons)
-        daemons.append(Daemon("worker", "org.apache.spark.deploy.worker.Worker",
-                              ["--host", "127.0.0.1", "--cores", "2", "--memory", "1g",
-                               "--webui-port", str(worker_web_port), "--work-dir", str(workdir / "work"),
-                               master_url], workdir, env))
-        wait_for(lambda: (master_status(web_port) or {}).get("aliveworkers", 0) >= 1, "the worker", daemons)
-        yield master_url
-    finally:
-        for daemon in reversed(daemons):
-            daemon.stop()
+    with standalone_cluster(tmp_path_factory.mktemp("standalone"), workers=1, cores=2, memory="1g") as cluster:
+        yield cluster.master_url
 
 
 def checksum_text(values) -> str:

@@ -371,10 +371,11 @@ object Fixtures {
       value: Array[Byte])
 
   /** An Avro container file of [[landingSchema]] records; a small `syncInterval` makes many blocks. */
-  def writeContainer(file: File, records: Seq[Landed], syncInterval: Int = 64 * 1024): File = {
+  def writeContainer(file: File, records: Seq[Landed], syncInterval: Int = 64 * 1024, codec: String = "null"): File = {
     file.getParentFile.mkdirs()
     val writer = new DataFileWriter[GenericRecord](new GenericDatumWriter[GenericRecord](landingSchema))
     writer.setSyncInterval(syncInterval)
+    writer.setCodec(org.apache.avro.file.CodecFactory.fromString(codec))
     writer.create(landingSchema, file)
     try records.foreach { r =>
       val rec = new GenericData.Record(landingSchema)

@@ -1,0 +1,191 @@
+"""A Spark standalone cluster for the tests: a master and workers started with pyspark's own
+``bin/spark-class`` on 127.0.0.1, each daemon in its own process group (so stopping or killing a
+worker takes its executors with it), and drivers run as separate Python processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyspark
+import pytest
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+START_TIMEOUT = 90
+# Set in each worker's environment, which its executors and their Python workers inherit: tells
+# a task which worker it runs on.
+WORKER_VARIABLE = "SPARK_REPLICATE_TEST_WORKER"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def master_status(web_port: int) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=2) as response:
+            return json.load(response)
+    except OSError:
+        return None
+
+
+def process_alive(pid: int) -> bool:
+    """True unless the process is gone or a zombie (nothing may reap it in a container)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+class Daemon:
+    """A Spark daemon in its own process group, logging to a file."""
+
+    def __init__(self, name: str, main_class: str, args: list[str], workdir: Path, env: dict):
+        self.name = name
+        self.log = workdir / f"{name}.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), main_class, *args],
+                                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir,
+                                            start_new_session=True)
+
+    def check_alive(self) -> None:
+        if self.process.poll() is not None:
+            pytest.fail(f"the {self.name} exited with {self.process.returncode}:\n{self.log.read_text()[-4000:]}")
+
+    def executor_pids(self) -> list[int]:
+        """The executor JVMs this worker launched (they share its process group)."""
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or not process_alive(int(entry.name)):
+                continue
+            try:
+                same_group = os.getpgid(int(entry.name)) == self.process.pid
+                command = (entry / "cmdline").read_bytes()
+            except (ProcessLookupError, FileNotFoundError, PermissionError):
+                continue
+            if same_group and b"CoarseGrainedExecutorBackend" in command:
+                pids.append(int(entry.name))
+        return pids
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group at once: the daemon and every executor it runs."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        """Stops the whole process group (the worker's executors included)."""
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.process.wait(timeout=wait)
+                if sig == signal.SIGTERM:
+                    os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of the group, if any
+                return
+            except subprocess.TimeoutExpired:
+                continue
+            except ProcessLookupError:
+                return
+
+
+def wait_for(condition, what: str, daemons: list[Daemon], timeout: float = START_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for daemon in daemons:
+            daemon.check_alive()
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}:\n" + "\n".join(d.log.read_text()[-3000:] for d in daemons))
+
+
+@dataclass
+class Cluster:
+    master_url: str
+    master: Daemon
+    workers: list[Daemon]
+
+    @property
+    def daemons(self) -> list[Daemon]:
+        return [self.master, *self.workers]
+
+
+@contextmanager
+def standalone_cluster(workdir: Path, *, workers: int = 1, cores: int = 2, memory: str = "1g"):
+    """A master and ``workers`` workers (``cores`` and ``memory`` each) on 127.0.0.1; yields the
+    :class:`Cluster` and stops every daemon (and so every executor) afterwards. Worker i runs its
+    executors with ``SPARK_REPLICATE_TEST_WORKER=worker-i`` in their environment."""
+    conf_dir = workdir / "conf"
+    conf_dir.mkdir(parents=True)
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_CONF_DIR": str(conf_dir),
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": str(workdir), "SPARK_LOG_DIR": str(workdir),
+           "SPARK_WORKER_DIR": str(workdir / "work"), "PYSPARK_PYTHON": sys.executable}
+    port, web_port = free_port(), free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    daemons: list[Daemon] = []
+    try:
+        master = Daemon("master", "org.apache.spark.deploy.master.Master",
+                        ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)], workdir, env)
+        daemons.append(master)
+        wait_for(lambda: (master_status(web_port) or {}).get("status") == "ALIVE", "the master", daemons)
+        for i in range(1, workers + 1):
+            name = f"worker-{i}"
+            daemons.append(Daemon(name, "org.apache.spark.deploy.worker.Worker",
+                                  ["--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
+                                   "--webui-port", str(free_port()), "--work-dir", str(workdir / "work" / name),
+                                   master_url], workdir, {**env, WORKER_VARIABLE: name}))
+        wait_for(lambda: (master_status(web_port) or {}).get("aliveworkers", 0) >= workers, "the workers", daemons)
+        yield Cluster(master_url, master, daemons[1:])
+    finally:
+        for daemon in reversed(daemons):
+            daemon.stop()
+
+
+class DriverProcess:
+    """A driver program (Python source) running in its own interpreter, this one's, with its
+    output in a log file; ``result()`` is the JSON it prints on a line ``RESULT=...``."""
+
+    def __init__(self, code: str, log: Path):
+        self.log = log
+        with open(log, "wb") as out:
+            self.process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=out,
+                                            stderr=subprocess.STDOUT,
+                                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+
+    def check_running(self) -> None:
+        if self.process.poll() is not None:
+            pytest.fail(f"the driver exited early with {self.process.returncode}:\n{self.output()[-5000:]}")
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def result(self, timeout: float) -> dict:
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the driver did not finish within {timeout} s:\n{self.output()[-5000:]}")
+        assert self.process.returncode == 0, self.output()[-5000:]
+        line = next(line for line in self.output().splitlines() if line.startswith("RESULT="))
+        return json.loads(line.removeprefix("RESULT="))
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
