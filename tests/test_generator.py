@@ -616,3 +616,56 @@ def test_invalid_table_definitions_fail_fast():
     table = gen.default_tables()[0]
     with pytest.raises(ValueError):
         gen.generate_landing_zone("/nonexistent-never-written", tables=[table, replace(table)])
+
+
+# --------------------------------------------------------------------------------------------
+# Benchmark-oriented options: operation mix, no full load, long text
+# --------------------------------------------------------------------------------------------
+
+
+def test_operation_mix_without_full_load(tmp_path):
+    zone = gen.generate_landing_zone(tmp_path, messages=3000, seed=5, operation_mix=(0.7, 0.25, 0.05),
+                                     full_load=False, tables=[gen.default_tables()[2]])
+    assert_round_trip(zone)
+    ops = zone.expected_counts()["SALES.ORDERS"]
+    assert "REFRESH" not in ops and sum(ops.values()) == 3000
+    assert 0.66 < ops["INSERT"] / 3000 < 0.74
+    assert 0.21 < ops["UPDATE"] / 3000 < 0.29
+    assert 0.03 < ops["DELETE"] / 3000 < 0.07
+    updates = [m for m in zone.messages if m.operation == "UPDATE"]
+    assert updates and all(m.before is not None for m in updates)
+    manifest = json.loads((zone.root / "_manifest.json").read_text())
+    assert manifest["operation_mix"] == [0.7, 0.25, 0.05] and manifest["full_load"] is False
+
+
+def test_only_inserts(tmp_path):
+    zone = gen.generate_landing_zone(tmp_path, messages=200, operation_mix=(1, 0, 0), full_load=False)
+    assert {op for ops in zone.expected_counts().values() for op in ops} == {"INSERT"}
+
+
+def test_default_mix_and_full_load_are_the_documented_ones(tmp_path):
+    implicit = gen.generate_landing_zone(tmp_path / "a", messages=500, seed=9)
+    explicit = gen.generate_landing_zone(tmp_path / "b", messages=500, seed=9, operation_mix=(0.5, 0.4, 0.1),
+                                         full_load=True)
+    assert snapshot(implicit.root) == snapshot(explicit.root)
+
+
+def test_max_words_makes_long_text(tmp_path):
+    long_text = gen.ColumnDef("NOTE", "STRING", 400, max_words=40, nullable=False)
+    table = gen.TableDef("S", "T", "t", [gen.ColumnDef("ID", "INT4", pk_position=1), long_text,
+                                         gen.ColumnDef("SHORT", "STRING", 400, nullable=False)])
+    zone = gen.generate_landing_zone(tmp_path, messages=400, seed=2, tables=[table], full_load=False)
+    assert_round_trip(zone)
+    notes = [m.data["NOTE"] for m in zone.messages if m.operation != "DELETE"]
+    shorts = [m.data["SHORT"] for m in zone.messages if m.operation != "DELETE"]
+    assert max(len(n.split(" ")) for n in notes) > 20 and max(len(n) for n in notes) <= 400
+    assert max(len(s.split(" ")) for s in shorts) <= 3
+    assert sum(map(len, notes)) / len(notes) > 3 * sum(map(len, shorts)) / len(shorts)
+
+
+@pytest.mark.parametrize("mix", [(0.5, 0.5), (0.5, 0.4, 0.2), (1.2, -0.1, -0.1)])
+def test_invalid_operation_mix_fails_fast(tmp_path, mix):
+    with pytest.raises(ValueError, match="operation_mix"):
+        gen.generate_landing_zone(tmp_path, messages=10, operation_mix=mix)
+    with pytest.raises(ValueError, match="max_words"):
+        gen.ColumnDef("X", "STRING", max_words=0)

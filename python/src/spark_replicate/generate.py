@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import random
 import re
 import shutil
@@ -115,6 +116,8 @@ _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NULL_RATE = 0.10
 EXTRA_MASK_BYTE_RATE = 0.10
 REFRESH_SHARE = 0.20
+# Shares of INSERT, UPDATE and DELETE among the CDC changes.
+OPERATION_MIX = (0.5, 0.4, 0.1)
 MAX_TRANSACTION = 5
 _TASK_START_US = 1_714_644_672_345_000  # 2024-05-02 10:11:12.345 UTC
 _EPOCH = datetime(1970, 1, 1)
@@ -133,7 +136,8 @@ class ColumnDef:
 
     ``length=None`` means the type's natural MD length; ``nullable=None`` means "nullable unless
     it is a key column". ``choices`` makes the generator draw values from a fixed list, to keep
-    names, codes and statuses looking real.
+    names, codes and statuses looking real. ``max_words`` bounds the words of a generated
+    STRING/WSTRING value (1 to ``max_words``, then cut to ``length``): raise it for long text.
     """
 
     name: str
@@ -144,6 +148,7 @@ class ColumnDef:
     pk_position: int = 0
     nullable: bool | None = None
     choices: tuple = ()
+    max_words: int = 3
 
     def __post_init__(self) -> None:
         if not _AVRO_NAME.match(self.name) or self.name in _MD_TYPE_NAMES:
@@ -153,6 +158,8 @@ class ColumnDef:
                              f"supported: {', '.join(_AVRO_TYPE)}")
         if self.source_type == "NUMERIC" and not 0 <= self.scale <= self.precision > 0:
             raise ValueError(f"column {self.name}: NUMERIC needs a precision > 0 and 0 <= scale <= precision")
+        if self.max_words < 1:
+            raise ValueError(f"column {self.name}: max_words must be at least 1")
         if self.length is None:
             object.__setattr__(self, "length", _NATURAL_LENGTH.get(self.source_type, 0))
         if self.nullable is None:
@@ -407,12 +414,13 @@ def _float32(value: float) -> float:
 
 
 def _text_generator(column: ColumnDef, rng: random.Random) -> Callable[[], str]:
-    """One to three words, cut to the column length; WSTRING words include non-ASCII text."""
+    """One to ``max_words`` (default three) words, cut to the column length; WSTRING words include
+    non-ASCII text."""
     words = _WIDE_WORDS if column.source_type == "WSTRING" else _ASCII_WORDS
-    rand, n, limit = rng.random, len(words), column.length or None
+    rand, n, limit, most = rng.random, len(words), column.length or None, column.max_words
 
     def text() -> str:
-        picked = [words[int(rand() * n)] for _ in range(1 + int(rand() * 3))]
+        picked = [words[int(rand() * n)] for _ in range(1 + int(rand() * most))]
         return " ".join(picked)[:limit]
     return text
 
@@ -747,7 +755,7 @@ class _TableState:
     message quotas. Row dicts are replaced, never mutated, because messages share them."""
 
     def __init__(self, table: TableDef, rng: random.Random, quota: int, headers_version: str,
-                 embed_data_schema: bool):
+                 embed_data_schema: bool, refresh_share: float = REFRESH_SHARE):
         self.table = table
         self._rand = rng.random
         self._schema_options = (headers_version, embed_data_schema)
@@ -759,7 +767,7 @@ class _TableState:
         self._new_key = _key_generator(table, rng)
         self._gens = {c.name: _value_generator(c, rng) for c in table.columns + table.added_columns}
         self.key_names = [c.name for c in table.key_columns]
-        self.refresh_quota = round(quota * REFRESH_SHARE)
+        self.refresh_quota = round(quota * refresh_share)
         self.cdc_left = quota - self.refresh_quota
         self.cdc_done = 0
         step = self.cdc_left / (len(table.added_columns) + 1)
@@ -872,13 +880,16 @@ class _Task:
 
     def __init__(self, root: Path, tables: list[TableDef], messages: int, settings: _Settings,
                  files_per_topic: int, before_images: bool, headers_version: str,
-                 embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool):
+                 embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool,
+                 operation_mix: tuple[float, float, float] = OPERATION_MIX, refresh_share: float = REFRESH_SHARE):
         self._rng = random.Random(settings.seed)
+        insert_share, update_share, _ = operation_mix
+        self._update_from, self._delete_from = insert_share, insert_share + update_share
         self._partitions = files_per_topic
         self._before_images, self._v7 = before_images, headers_version == "7.0"
         self._md_in_data, self._keep = md_in_data_topics, keep_messages
         quotas = [messages // len(tables) + (i < messages % len(tables)) for i in range(len(tables))]
-        self._states = [_TableState(t, self._rng, q, headers_version, embed_data_schema)
+        self._states = [_TableState(t, self._rng, q, headers_version, embed_data_schema, refresh_share)
                         for t, q in zip(tables, quotas)]
         self._by_topic: dict[str, list[_TableState]] = {}
         for state in self._states:
@@ -978,13 +989,14 @@ class _Task:
             self._publish(state, operation, change, headers, state.version.encode_headers(headers))
 
     def _change(self, state: _TableState) -> tuple[str, _Change]:
-        """About 50% INSERT, 40% UPDATE, 10% DELETE; only INSERT while the table is empty."""
+        """INSERT, UPDATE or DELETE in the shares of ``operation_mix`` (default about 50%, 40%,
+        10%); INSERT when the table is empty, or when an UPDATE happens to change nothing."""
         draw = self._rng.random()
-        if 0.5 <= draw < 0.9 and state.can_update():
+        if self._update_from <= draw < self._delete_from and state.can_update():
             change = state.update()
             if change is not None:
                 return "UPDATE", change
-        elif draw >= 0.9 and state.rows:
+        elif draw >= self._delete_from and state.rows:
             return "DELETE", state.delete()
         return "INSERT", state.insert()
 
@@ -1052,19 +1064,28 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                           sync_interval: int = 16000, before_images: bool = True, headers_version: str = "7.0",
                           embed_data_schema: bool = False, value_schema: str = "record",
                           md_in_data_topics: bool = False, keep_messages: bool = True,
-                          overwrite: bool = False) -> LandingZone:
+                          overwrite: bool = False, operation_mix: tuple[float, float, float] = OPERATION_MIX,
+                          full_load: bool = True) -> LandingZone:
     """Write a Replicate landing zone under ``out_dir`` and return what it contains.
 
     ``messages`` DT messages are split evenly among ``tables`` (default :func:`default_tables`);
     MD messages come on top. Layout: ``_schema/`` holds every MD message (one partition), each
     data topic is a directory with ``files_per_topic`` partitions, and ``_manifest.json`` sums it
     up. ``keep_messages=False`` drops the per-message expectations to save memory in benchmarks.
+
+    ``operation_mix`` gives the shares of INSERT, UPDATE and DELETE among the CDC changes (three
+    non-negative numbers summing to 1); ``full_load=False`` skips the full load, so every data
+    message is a CDC change (by default about 20% of each table's messages are REFRESH rows).
     """
     _check_choice("framing", framing, FRAMINGS)
     _check_choice("value_schema", value_schema, VALUE_SCHEMAS)
     _check_choice("headers_version", headers_version, HEADERS_VERSIONS)
     if messages < 0 or files_per_topic < 1:
         raise ValueError("messages must be >= 0 and files_per_topic >= 1")
+    operation_mix = tuple(float(share) for share in operation_mix)
+    if len(operation_mix) != 3 or min(operation_mix) < 0 or not math.isclose(sum(operation_mix), 1.0):
+        raise ValueError(f"operation_mix={operation_mix!r}; expected three non-negative shares "
+                         "(INSERT, UPDATE, DELETE) summing to 1")
     tables = list(default_tables() if tables is None else tables)
     if not tables or len({t.name for t in tables}) != len(tables) or any(t.topic == SCHEMA_TOPIC for t in tables):
         raise ValueError(f"tables must be non-empty, uniquely named and not use the topic {SCHEMA_TOPIC}")
@@ -1072,11 +1093,13 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     _prepare_root(root, overwrite)
     settings = _Settings(framing, codec, sync_interval, value_schema, seed)
     task = _Task(root, tables, messages, settings, files_per_topic, before_images, headers_version,
-                 embed_data_schema, md_in_data_topics, keep_messages)
+                 embed_data_schema, md_in_data_topics, keep_messages, operation_mix,
+                 REFRESH_SHARE if full_load else 0.0)
     files = task.run()
     zone = LandingZone(root, root / SCHEMA_TOPIC, {t.topic: root / t.topic for t in tables}, tables,
                        task.messages, task.metadata, files, task.counts)
     _write_manifest(zone, settings, {"files_per_topic": files_per_topic, "before_images": before_images,
                                      "headers_version": headers_version, "embed_data_schema": embed_data_schema,
-                                     "md_in_data_topics": md_in_data_topics})
+                                     "md_in_data_topics": md_in_data_topics, "operation_mix": list(operation_mix),
+                                     "full_load": full_load})
     return zone

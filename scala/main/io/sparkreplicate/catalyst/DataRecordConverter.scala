@@ -1,13 +1,10 @@
 package io.sparkreplicate.catalyst
 
-import java.nio.ByteBuffer
-
 import scala.jdk.CollectionConverters._
 
 import org.apache.avro.Schema
 import org.apache.avro.Schema.Type._
 import org.apache.avro.io.Decoder
-import org.apache.avro.util.Utf8
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
@@ -16,7 +13,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
 import io.sparkreplicate.catalyst.{OutputColumns => C}
 import io.sparkreplicate.catalyst.ValueWriters.Step
-import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, ChangeTimestamp, TableVersion}
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, TableVersion}
 
 /**
  * Decodes the data messages of one table version, written with one Avro schema, into an
@@ -47,6 +44,8 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private val wantBefore = out.beforeSlot >= 0
   private val wantMasks = Seq(C.ChangeMask, C.ColumnMask, C.ChangedColumns, C.PresentColumns).exists(slot(_) >= 0)
 
+  private val headers = new HeaderWriters(row, slot, wantMasks,
+    setChangeMask = mask => changeMask = mask, setColumnMask = mask => columnMask = mask)
   private val (steps, alwaysNull) = build()
 
   def convert(in: Decoder): Unit = {
@@ -109,7 +108,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
           step
         case "beforeData" => beforeStep(field.schema)
         case "headers" =>
-          val (step, slots) = headersStep(AvroSchemas.unwrapNullable(field.schema))
+          val (step, slots) = headers.build(AvroSchemas.unwrapNullable(field.schema))
           written ++= slots
           step
         case _ => AvroSkipper(field.schema)
@@ -152,17 +151,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
 
   /** Runs `read` for a record or the record branch of `[null, record]`, reporting nullness. */
   private def nullableRecord(schema: Schema, what: String, read: Step, onNull: Boolean => Unit): Step =
-    if (schema.getType != UNION) in => { onNull(false); read(in) }
-    else {
-      val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
-      in => {
-        val branch = in.readIndex()
-        if (branch != nullIndex && branch != 1 - nullIndex) throw new MalformedMessageException(
-          ErrorId.BadPayload, s"`$what`: union branch $branch out of range")
-        onNull(branch == nullIndex)
-        if (branch != nullIndex) read(in)
-      }
-    }
+    ValueWriters.nullableUnion(schema, what)(() => onNull(true), in => { onNull(false); read(in) })
 
   /**
    * `beforeData`: decoded into the selected before-image struct, or into the scratch row of all
@@ -199,83 +188,6 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
       step(in)
       var i = 0
       while (i < others.length) { target.setNullAt(others(i)); i += 1 }
-    }
-  }
-
-  private def headersStep(headers: Schema): (Step, Set[Int]) = {
-    if (headers.getType != RECORD) throw new ReplicateException(ErrorId.UnsupportedType,
-      s"`headers` of ${version.table} is not a record")
-    val built = headers.getFields.asScala.map { f =>
-      val s = f.schema
-      f.name match {
-        case "operation" => header(C.Operation, s)(ValueWriters.column(s, StringType, row, _, "operation"))
-        case "changeSequence" => header(C.ChangeSeq, s)(emptyAsNull(s, _))
-        case "streamPosition" => header(C.StreamPosition, s)(emptyAsNull(s, _))
-        case "transactionId" => header(C.TransactionId, s)(emptyAsNull(s, _))
-        case "externalSchemaId" => header(C.ExternalSchemaId, s)(emptyAsNull(s, _))
-        case "timestamp" => header(C.Timestamp, s)(timestamp(s, _))
-        case "transactionEventCounter" =>
-          header(C.TransactionEventCounter, s)(ValueWriters.column(s, LongType, row, _, f.name))
-        case "transactionLastEvent" =>
-          header(C.TransactionLastEvent, s)(ValueWriters.column(s, BooleanType, row, _, f.name))
-        case "changeMask" if wantMasks => (maskStep(s, m => changeMask = m), None)
-        case "columnMask" if wantMasks => (maskStep(s, m => columnMask = m), None)
-        case _ => (AvroSkipper(s), None)
-      }
-    }
-    val steps = built.map(_._1).toArray
-    ((in: Decoder) => { var i = 0; while (i < steps.length) { steps(i)(in); i += 1 } }, built.flatMap(_._2).toSet)
-  }
-
-  /** The step for a header field: `make` for the output slot, or a skip when not selected. */
-  private def header(column: String, schema: Schema)(make: Int => Step): (Step, Option[Int]) = {
-    val o = slot(column)
-    if (o < 0) (AvroSkipper(schema), None) else (make(o), Some(o))
-  }
-
-  /** CDC-only header strings are empty on full-load (REFRESH) rows: surfaced as null. */
-  private def emptyAsNull(schema: Schema, o: Int): Step =
-    nullableString(schema, o, (in, utf8) => {
-      val s = in.readString(utf8)
-      if (s.getByteLength == 0) row.setNullAt(o)
-      else row.update(o, ValueWriters.validUtf8(java.util.Arrays.copyOf(s.getBytes, s.getByteLength), s.getByteLength, "header"))
-    })
-
-  private def timestamp(schema: Schema, o: Int): Step =
-    AvroSchemas.unwrapNullable(schema).getType match {
-      case LONG => ValueWriters.column(schema, TimestampType, row, o, "timestamp")
-      case _ => nullableString(schema, o, (in, utf8) => {
-        val s = in.readString(utf8)
-        if (s.getByteLength == 0) row.setNullAt(o)
-        else row.setLong(o, ChangeTimestamp.parseMicros(s.getBytes, 0, s.getByteLength))
-      })
-    }
-
-  private def nullableString(schema: Schema, o: Int, read: (Decoder, Utf8) => Unit): Step = {
-    val utf8 = new Utf8()
-    val inner = AvroSchemas.unwrapNullable(schema)
-    if (inner.getType != STRING) throw new ReplicateException(ErrorId.UnsupportedType,
-      s"header at slot $o has the Avro type $inner; expected a string")
-    if (inner eq schema) in => read(in, utf8)
-    else {
-      val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
-      in => if (in.readIndex() == nullIndex) row.setNullAt(o) else read(in, utf8)
-    }
-  }
-
-  private def maskStep(schema: Schema, set: Array[Byte] => Unit): Step = {
-    val inner = AvroSchemas.unwrapNullable(schema)
-    if (inner.getType != BYTES) throw new ReplicateException(ErrorId.UnsupportedType,
-      s"mask has the Avro type $inner; expected bytes")
-    var buffer = ByteBuffer.allocate(16)
-    val readMask: Step = in => {
-      buffer = in.readBytes(buffer)
-      set(java.util.Arrays.copyOfRange(buffer.array(), buffer.position(), buffer.limit()))
-    }
-    if (inner eq schema) readMask
-    else {
-      val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
-      in => if (in.readIndex() == nullIndex) set(null) else readMask(in)
     }
   }
 }

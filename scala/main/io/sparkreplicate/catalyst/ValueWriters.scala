@@ -14,6 +14,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
+import io.sparkreplicate.codec.AvroSchemas
 
 /**
  * Builds, once per (Avro writer schema, Spark type), the closure that decodes one value and
@@ -27,22 +28,30 @@ private[catalyst] object ValueWriters {
     if (writer.getType == UNION) nullable(writer, target, row, ordinal, name)
     else value(writer, target, row, ordinal, name)
 
-  /** `[null, T]` in either order; the branch index is validated, as every other byte is. */
   private def nullable(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, name: String): Step = {
     val branches = writer.getTypes.asScala
-    val nullIndex = branches.indexWhere(_.getType == NULL)
-    if (branches.size != 2 || nullIndex < 0) throw new ReplicateException(ErrorId.UnsupportedType,
+    if (branches.size != 2 || !branches.exists(_.getType == NULL)) throw new ReplicateException(ErrorId.UnsupportedType,
       s"column `$name` is the union ${writer.toString.take(200)}; only `[null, T]` is read")
-    val valueIndex = 1 - nullIndex
-    val read = value(branches(valueIndex), target, row, ordinal, name)
-    in => {
-      val branch = in.readIndex()
-      if (branch == valueIndex) read(in)
-      else if (branch == nullIndex) row.setNullAt(ordinal)
-      else throw new MalformedMessageException(ErrorId.BadPayload,
-        s"column `$name`: union branch $branch out of range")
-    }
+    nullableUnion(writer, name)(() => row.setNullAt(ordinal),
+      value(AvroSchemas.unwrapNullable(writer), target, row, ordinal, name))
   }
+
+  /**
+   * For `[null, T]` in either order: reads and validates the branch (as every other byte is), then
+   * runs `onNull` or `read`. Any other schema is always present: `read` alone.
+   */
+  def nullableUnion(schema: Schema, name: String)(onNull: () => Unit, read: Step): Step =
+    if (AvroSchemas.unwrapNullable(schema) eq schema) read
+    else {
+      val nullIndex = schema.getTypes.asScala.indexWhere(_.getType == NULL)
+      val valueIndex = 1 - nullIndex
+      in => {
+        val branch = in.readIndex()
+        if (branch == valueIndex) read(in)
+        else if (branch == nullIndex) onNull()
+        else throw new MalformedMessageException(ErrorId.BadPayload, s"`$name`: union branch $branch out of range")
+      }
+    }
 
   private def value(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, name: String): Step =
     (writer.getType, writer.getLogicalType, target) match {

@@ -1,0 +1,94 @@
+package io.sparkreplicate.catalyst
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.avro.Schema
+import org.apache.avro.Schema.Type._
+import org.apache.avro.util.Utf8
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.types.{BooleanType, LongType, StringType, TimestampType}
+
+import io.sparkreplicate.{ErrorId, ReplicateException}
+import io.sparkreplicate.catalyst.{OutputColumns => C}
+import io.sparkreplicate.catalyst.ValueWriters.Step
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeTimestamp}
+
+/**
+ * The steps for a data message's `headers` record, chosen by field name so that newer Replicate
+ * headers, reordered fields and absent fields all work. Unselected headers are skipped; the mask
+ * bytes go to the converter, which validates and expands them.
+ *
+ * @param slot where an output column lives in `row`, -1 when not selected
+ */
+private[catalyst] final class HeaderWriters(
+    row: InternalRow,
+    slot: String => Int,
+    wantMasks: Boolean,
+    setChangeMask: Array[Byte] => Unit,
+    setColumnMask: Array[Byte] => Unit) {
+
+  /** The step for the whole record, and the output slots it always writes. */
+  def build(headers: Schema): (Step, Set[Int]) = {
+    if (headers.getType != RECORD) throw new ReplicateException(ErrorId.UnsupportedType,
+      s"`headers` is ${headers.getType}, not a record")
+    val built = headers.getFields.asScala.map { f =>
+      val s = f.schema
+      f.name match {
+        case "operation" => header(C.Operation, s)(ValueWriters.column(s, StringType, row, _, f.name))
+        case "changeSequence" => header(C.ChangeSeq, s)(emptyAsNull(s, _, f.name))
+        case "streamPosition" => header(C.StreamPosition, s)(emptyAsNull(s, _, f.name))
+        case "transactionId" => header(C.TransactionId, s)(emptyAsNull(s, _, f.name))
+        case "externalSchemaId" => header(C.ExternalSchemaId, s)(emptyAsNull(s, _, f.name))
+        case "timestamp" => header(C.Timestamp, s)(timestamp(s, _))
+        case "transactionEventCounter" =>
+          header(C.TransactionEventCounter, s)(ValueWriters.column(s, LongType, row, _, f.name))
+        case "transactionLastEvent" =>
+          header(C.TransactionLastEvent, s)(ValueWriters.column(s, BooleanType, row, _, f.name))
+        case "changeMask" if wantMasks => (mask(s, f.name, setChangeMask), None)
+        case "columnMask" if wantMasks => (mask(s, f.name, setColumnMask), None)
+        case _ => (AvroSkipper(s), None)
+      }
+    }
+    val steps = built.map(_._1).toArray
+    (in => { var i = 0; while (i < steps.length) { steps(i)(in); i += 1 } }, built.flatMap(_._2).toSet)
+  }
+
+  /** The step for a header field: `make` for the output slot, or a skip when not selected. */
+  private def header(column: String, schema: Schema)(make: Int => Step): (Step, Option[Int]) = {
+    val o = slot(column)
+    if (o < 0) (AvroSkipper(schema), None) else (make(o), Some(o))
+  }
+
+  /** CDC-only header strings are empty on full-load (REFRESH) rows: surfaced as null. */
+  private def emptyAsNull(schema: Schema, o: Int, name: String): Step = string(schema, o, name) { s =>
+    if (s.getByteLength == 0) row.setNullAt(o)
+    else row.update(o, ValueWriters.validUtf8(java.util.Arrays.copyOf(s.getBytes, s.getByteLength), s.getByteLength, name))
+  }
+
+  /** A string `yyyy-MM-dd HH:mm:ss.ffffff` (UTC; empty on REFRESH rows), or a timestamp logical type. */
+  private def timestamp(schema: Schema, o: Int): Step =
+    AvroSchemas.unwrapNullable(schema).getType match {
+      case LONG => ValueWriters.column(schema, TimestampType, row, o, "timestamp")
+      case _ => string(schema, o, "timestamp") { s =>
+        if (s.getByteLength == 0) row.setNullAt(o)
+        else row.setLong(o, ChangeTimestamp.parseMicros(s.getBytes, 0, s.getByteLength))
+      }
+    }
+
+  private def string(schema: Schema, o: Int, name: String)(use: Utf8 => Unit): Step = {
+    if (AvroSchemas.unwrapNullable(schema).getType != STRING) throw new ReplicateException(ErrorId.UnsupportedType,
+      s"header `$name` has the Avro type ${AvroSchemas.unwrapNullable(schema)}; expected a string")
+    val utf8 = new Utf8()
+    ValueWriters.nullableUnion(schema, name)(() => row.setNullAt(o), in => use(in.readString(utf8)))
+  }
+
+  private def mask(schema: Schema, name: String, set: Array[Byte] => Unit): Step = {
+    if (AvroSchemas.unwrapNullable(schema).getType != BYTES) throw new ReplicateException(ErrorId.UnsupportedType,
+      s"header `$name` has the Avro type ${AvroSchemas.unwrapNullable(schema)}; expected bytes")
+    var buffer = java.nio.ByteBuffer.allocate(16)
+    ValueWriters.nullableUnion(schema, name)(() => set(null), in => {
+      buffer = in.readBytes(buffer)
+      set(java.util.Arrays.copyOfRange(buffer.array(), buffer.position(), buffer.limit()))
+    })
+  }
+}
