@@ -31,7 +31,7 @@ object MetadataScanner {
           }
           if (envelope != null && envelope.kind == MessageKind.Metadata) {
             val origin = s"${split.path} (${source.describePosition})"
-            found += (try MetadataMessage.decode(bytes, envelope, origin) catch {
+            found += (try MetadataMessage.decode(bytes, envelope, origin, options.limits) catch {
               case e: MalformedMessageException => throw located(e, split, source)
             })
           }

@@ -5,7 +5,7 @@ import scala.util.control.NonFatal
 
 import org.apache.avro.generic.{GenericDatumReader, GenericRecord}
 
-import io.sparkreplicate.{ErrorId, MalformedMessageException}
+import io.sparkreplicate.{DecodeLimits, ErrorId, MalformedMessageException}
 
 /**
  * Decodes metadata (MD) payloads. Their schema differs per table (`tableColumns` is a record with
@@ -14,10 +14,12 @@ import io.sparkreplicate.{ErrorId, MalformedMessageException}
  */
 object MetadataMessage {
 
-  def decode(buf: Array[Byte], envelope: Envelope, origin: String): TableVersion = {
+  /** @param limits caps on the embedded schema, untrusted input like any other byte */
+  def decode(buf: Array[Byte], envelope: Envelope, origin: String,
+      limits: DecodeLimits = DecodeLimits.Default): TableVersion = {
     if (envelope.messageSchema == null) throw new MalformedMessageException(ErrorId.BadPayload,
       "metadata message carries no `messageSchema`: its payload cannot be decoded without it")
-    val schema = AvroSchemas.parse(envelope.messageSchema)
+    val schema = AvroSchemas.parseEmbedded(envelope.messageSchema, limits.maxEmbeddedSchemaBytes, limits.maxSchemaDepth)
     val decoder = new SliceDecoder().reset(buf, envelope.payloadOffset, envelope.payloadLength)
     val record = try {
       new GenericDatumReader[GenericRecord](schema).read(null, decoder)
