@@ -48,13 +48,14 @@ def _m_columns(suffix: str = "", key: bool = True) -> list[gen.ColumnDef]:
         C(f"REGION_ID{s}", "INT2"),
         C(f"PRODUCT_ID{s}", "INT4"),
         C(f"SCORE{s}", "INT1"),
+        C(f"VERSION_NO{s}", "INT2"),
         C(f"CUSTOMER_REF{s}", "INT8", nullable=False),
         C(f"EXTERNAL_ID{s}", "INT8"),
         C(f"BATCH_NO{s}", "INT8"),
         C(f"LEDGER_NO{s}", "INT8"),
         C(f"AMOUNT{s}", "NUMERIC", 0, 12, 2, nullable=False),
-        C(f"TAX{s}", "NUMERIC", 0, 8, 2),
-        C(f"BALANCE{s}", "NUMERIC", 0, 14, 2),
+        C(f"TAX{s}", "NUMERIC", 0, 6, 2),
+        C(f"BALANCE{s}", "NUMERIC", 0, 12, 2),
         C(f"RATE{s}", "NUMERIC", 0, 6, 4),
         C(f"CREATED_AT{s}", "DATETIME", 0, 26, 6, nullable=False),
         C(f"UPDATED_AT{s}", "DATETIME", 0, 26, 6),
@@ -66,8 +67,8 @@ def _m_columns(suffix: str = "", key: bool = True) -> list[gen.ColumnDef]:
         C(f"LAST_NAME{s}", "STRING", 40, choices=gen._LAST_NAMES),
         C(f"CITY{s}", "WSTRING", 40, max_words=1),
         C(f"CATEGORY{s}", "STRING", 12, max_words=1),
-        C(f"DESCRIPTION{s}", "STRING", 400, max_words=5),
-        C(f"NOTES{s}", "WSTRING", 1000, max_words=5),
+        C(f"DESCRIPTION{s}", "STRING", 400, max_words=4),
+        C(f"NOTES{s}", "WSTRING", 1000, max_words=3),
     ]
 
 

@@ -169,6 +169,16 @@ def test_a_split_container_truncated_after_planning_is_skipped_once_keeping_the_
     assert_read_skipping_one_file(spark, df, split_container, survives)
 
 
+def test_a_file_too_large_for_one_task_in_no_known_framing_is_skipped_when_corrupt_files_are_ignored(spark, zone_of):
+    """A large file is sniffed when the read is planned (to cut it at sync markers); one in no
+    framing is still a corrupt file for ``ignoreCorruptFiles``, not a failed query."""
+    zone = zone_of("avro")
+    (zone.topics["hr"] / "part-99999.bin").write_bytes(b"not a landed message " * 10_000)
+    with spark_conf(spark, {"spark.sql.files.maxPartitionBytes": "64k"}):
+        df = read_table(spark, zone, TABLE, ignoreCorruptFiles="true")
+        assert_read_skipping_one_file(spark, df, zone, lambda m: True)
+
+
 # -- empty files -----------------------------------------------------------------------------
 
 

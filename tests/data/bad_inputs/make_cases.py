@@ -122,10 +122,11 @@ class Table:
         data, _, headers = self.schema["fields"]
         self.column_schemas = {f["name"]: f["type"] for f in data["type"]["fields"]}
         self.header_schemas = [(f["name"], f["type"]) for f in headers["type"]["fields"]]
+        self.md_schema = metadata_schema(self.columns)
+        self.md_schema_json = compact_json(self.md_schema)
 
     def md_message(self, table_version: int = 1) -> bytes:
         columns = self.definition.columns
-        md_schema = metadata_schema([c.name for c in columns])
         md = {
             "schemaId": self.schema_id,
             "lineage": {"server": "replicate-01.example.com", "task": "bad-inputs", "schema": self.definition.schema,
@@ -137,7 +138,7 @@ class Table:
                 for ordinal, c in enumerate(columns, 1)}},
             "dataSchema": self.schema_json,
         }
-        return encode_envelope("MD", avro(md_schema, md), self.schema_id, compact_json(md_schema))
+        return encode_envelope("MD", avro(self.md_schema, md), self.schema_id, self.md_schema_json)
 
 
 ITEMS = Table(TableDef("BAD", "ITEMS", "bad", (
@@ -590,6 +591,27 @@ def nested_lists(depth: int):
     return [] if depth == 1 else [nested_lists(depth - 1)]
 
 
+def json_depth(value) -> int:
+    """Nesting of JSON objects and arrays: ``{}`` is 1, ``{"a": []}`` is 2."""
+    if isinstance(value, dict):
+        return 1 + max(map(json_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(json_depth, value), default=0)
+    return 0
+
+
+def limit_between(option: str, limit: int, admitted: list[str], refused: str) -> dict:
+    """Reader options setting an embedded-schema limit that the metadata's schemas (every
+    embedded schema is capped, MD messages' too) stay within and the bad message's exceeds."""
+    measure = (lambda text: json_depth(json.loads(text))) if option == "maxSchemaDepth" else len
+    assert all(measure(text) <= limit for text in admitted) and measure(refused) > limit, option
+    return {option: str(limit) if option == "maxSchemaDepth" else f"{limit // 1024}k"}
+
+
+def md_schemas() -> list[str]:
+    return [table.md_schema_json for table in (ITEMS, OTHER)]
+
+
 def recursive_schema() -> str:
     schema = json.loads(ITEMS.schema_json)
     schema["fields"][0]["type"]["fields"].append({"name": "next", "type": ["null", "Data"], "default": None})
@@ -669,16 +691,18 @@ def payload_cases() -> list[Case]:
 
 
 def embedded_schema_cases() -> list[Case]:
+    deeper = with_schema_changes(nesting=nested_lists(30))
+    larger = with_schema_changes(doc="x" * 5000)
     return [
         message_case("embedded_schema_too_deep", "messageSchema nests JSON 80 levels deep (limit 64)",
                      malformed(self_describing(with_schema_changes(nesting=nested_lists(80))), BAD_EMBEDDED_SCHEMA)),
         message_case("embedded_schema_deeper_than_max_schema_depth",
-                     "the table's own schema embedded (8 levels) read with maxSchemaDepth 4",
-                     malformed(self_describing(ITEMS.schema_json), BAD_EMBEDDED_SCHEMA), "avro",
-                     options={"maxSchemaDepth": "4"}),
-        message_case("embedded_schema_too_large", "a 3 KB messageSchema read with maxEmbeddedSchemaBytes 1k",
-                     malformed(self_describing(with_schema_changes(doc="x" * 3000)), BAD_EMBEDDED_SCHEMA),
-                     "message", options={"maxEmbeddedSchemaBytes": "1k"}),
+                     "messageSchema nests JSON 31 levels deep, read with maxSchemaDepth 20",
+                     malformed(self_describing(deeper), BAD_EMBEDDED_SCHEMA), "avro",
+                     options=limit_between("maxSchemaDepth", 20, md_schemas(), deeper)),
+        message_case("embedded_schema_too_large", "a 5 KB messageSchema read with maxEmbeddedSchemaBytes 4k",
+                     malformed(self_describing(larger), BAD_EMBEDDED_SCHEMA), "message",
+                     options=limit_between("maxEmbeddedSchemaBytes", 4096, md_schemas(), larger)),
         message_case("embedded_schema_recursive", "messageSchema whose Data record contains itself",
                      malformed(self_describing(recursive_schema()), BAD_EMBEDDED_SCHEMA)),
         message_case("embedded_schema_unparseable", "messageSchema is not JSON",

@@ -82,4 +82,12 @@ class ChangeMaskSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       assert(ChangeMask.ordinals(mask, mask.length * 8).toSeq == expected)
     }
   }
+
+  test("property: validate rejects exactly the masks that ordinals rejects") {
+    forAll(Gen.listOf(Gen.choose(0, 255)).map(_.map(_.toByte).toArray), Gen.choose(0, 40), minSuccessful(500)) {
+      (mask, columns) =>
+        def rejects(check: => Any) = try { check; false } catch { case _: MalformedMessageException => true }
+        assert(rejects(ChangeMask.validate(mask, columns)) == rejects(ChangeMask.ordinals(mask, columns)))
+    }
+  }
 }

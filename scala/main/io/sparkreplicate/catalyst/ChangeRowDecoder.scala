@@ -36,13 +36,16 @@ final class ChangeRowDecoder(spec: ReadSpec) {
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
     val envelope = Envelope.decode(decoder, bytes, offset, length)
     if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
+    val knownVersion = if (envelope.schemaId == null) None else spec.registry.get(envelope.schemaId)
+    // Another table's message is filtered on its id alone, before any embedded schema is parsed.
+    if (knownVersion.exists(_.table != spec.layout.table)) return Outcome.Filtered
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
       val limits = spec.options.limits
       val writer = AvroSchemas.parseEmbedded(envelope.messageSchema, limits.maxEmbeddedSchemaBytes, limits.maxSchemaDepth)
       val known = byEmbeddedSchema.get(writer)
       if (known != null) known else {
-        val version = Option(envelope.schemaId).flatMap(spec.registry.get)
-          .orElse(spec.registry.byDataSchema(writer)).getOrElse(throw unknownSchemaId(envelope.schemaId))
+        val version = knownVersion.orElse(spec.registry.byDataSchema(writer))
+          .getOrElse(throw unknownSchemaId(envelope.schemaId))
         val built = if (version.table != spec.layout.table) null else {
           // The table is known, but this message's own schema may not be readable as it.
           try newConverter(writer, version) catch {
@@ -92,7 +95,8 @@ final class ChangeRowDecoder(spec: ReadSpec) {
   def corruptRow(bytes: Array[Byte], offset: Int, length: Int, error: ReplicateException, where: String): InternalRow = {
     out.setAllNull()
     if (out.corruptSlot >= 0) {
-      val raw = if (length > 0) java.util.Arrays.copyOfRange(bytes, offset, offset + length) else null
+      // Null when no message could be cut out of the file (a broken frame); empty for an empty message.
+      val raw = if (bytes == null) null else java.util.Arrays.copyOfRange(bytes, offset, offset + length)
       out.row.update(out.corruptSlot, new GenericInternalRow(Array[Any](raw,
         UTF8String.fromString(error.errorId.name), UTF8String.fromString(spec.options.redaction(s"$where: ${error.detail}")))))
     }

@@ -19,7 +19,7 @@ final class ReadCounters {
   var malformed = 0L
   var dropped = 0L
   /** Files given up on under `ignoreCorruptFiles` / `ignoreMissingFiles` (rows read before stay). */
-  var filesSkipped = 0L
+  val skippedFiles = scala.collection.mutable.Set.empty[String]
   /** Malformed messages per reason, by [[io.sparkreplicate.ErrorId]] name. */
   val malformedByReason = scala.collection.mutable.Map.empty[String, Long].withDefaultValue(0L)
 }
@@ -50,14 +50,14 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
       if (source == null && !openNext()) return false
       val more = try source.next() catch {
         case e: MalformedMessageException =>
-          // A broken frame: counted as one message, and the rest of the split is unreadable.
+          // A bad frame counts as one message; the source then goes on or ends, as it can.
           counters.messagesRead += 1
-          if (malformed(e, Array.emptyByteArray, 0, 0)) return true
-          false
+          if (malformed(e, null, 0, 0)) return true
+          true
         case e: Exception if isFileProblem(e) => skipOrFail(e)
       }
       if (!more) { if (source != null) source.close(); source = null }
-      else {
+      else if (source.length >= 0) {
         counters.messagesRead += 1
         val bytes = source.bytes
         val (offset, length) = (source.offset, source.length)
@@ -108,7 +108,7 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
     val missing = e.isInstanceOf[FileNotFoundException]
     if (source != null) { source.close(); source = null }
     if ((missing && spec.options.ignoreMissingFiles) || (!missing && spec.options.ignoreCorruptFiles)) {
-      counters.filesSkipped += 1
+      counters.skippedFiles += split.path
       false
     } else if (missing) {
       throw new ReplicateException(ErrorId.FileMissing, s"${split.path} was listed when the query " +

@@ -42,9 +42,8 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     C.TransactionId, C.TransactionEventCounter, C.TransactionLastEvent, C.ExternalSchemaId, C.ChangeMask,
     C.ColumnMask, C.ChangedColumns, C.PresentColumns).map(n => n -> out.slot(n)): _*)
   private val wantBefore = out.beforeSlot >= 0
-  private val wantMasks = Seq(C.ChangeMask, C.ColumnMask, C.ChangedColumns, C.PresentColumns).exists(slot(_) >= 0)
 
-  private val headers = new HeaderWriters(row, slot, wantMasks,
+  private val headers = new HeaderWriters(row, slot,
     setChangeMask = mask => changeMask = mask, setColumnMask = mask => columnMask = mask)
   private val (steps, alwaysNull) = build()
 
@@ -76,19 +75,20 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     }
     setIfWanted(C.SchemaId)(row.update(_, schemaIdValue))
     setIfWanted(C.TableVersion)(row.setLong(_, version.tableVersion))
-    if (wantMasks) {
-      writeMask(changeMask, C.ChangeMask, C.ChangedColumns)
-      writeMask(columnMask, C.ColumnMask, C.PresentColumns)
-    }
+    writeMask(changeMask, C.ChangeMask, C.ChangedColumns)
+    writeMask(columnMask, C.ColumnMask, C.PresentColumns)
   }
 
+  /**
+   * Masks are validated whatever the query selects, so that whether a message is malformed does
+   * not depend on the projection: a bit beyond the last column means a wrong schema.
+   */
   private def writeMask(mask: Array[Byte], rawColumn: String, namesColumn: String): Unit = {
+    if (mask != null) ChangeMask.validate(mask, columnCount)
     setIfWanted(rawColumn)(o => if (mask == null) row.setNullAt(o) else row.update(o, mask))
-    if (mask != null) {
-      // Validated even when not expanded: a bit beyond the last column means a wrong schema.
-      val ordinals = ChangeMask.ordinals(mask, columnCount)
-      setIfWanted(namesColumn)(row.update(_, new GenericArrayData(ordinals.map(o => columnNames(o - 1): Any))))
-    } else setIfWanted(namesColumn)(row.setNullAt)
+    setIfWanted(namesColumn)(o =>
+      if (mask == null) row.setNullAt(o)
+      else row.update(o, new GenericArrayData(ChangeMask.ordinals(mask, columnCount).map(i => columnNames(i - 1): Any))))
   }
 
   @inline private def setIfWanted(column: String)(set: Int => Unit): Unit = {

@@ -16,14 +16,13 @@ import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeTimestamp}
 /**
  * The steps for a data message's `headers` record, chosen by field name so that newer Replicate
  * headers, reordered fields and absent fields all work. Unselected headers are skipped; the mask
- * bytes go to the converter, which validates and expands them.
+ * bytes always go to the converter, which validates them and expands them when selected.
  *
  * @param slot where an output column lives in `row`, -1 when not selected
  */
 private[catalyst] final class HeaderWriters(
     row: InternalRow,
     slot: String => Int,
-    wantMasks: Boolean,
     setChangeMask: Array[Byte] => Unit,
     setColumnMask: Array[Byte] => Unit) {
 
@@ -44,8 +43,8 @@ private[catalyst] final class HeaderWriters(
           header(C.TransactionEventCounter, s)(ValueWriters.column(s, LongType, row, _, f.name))
         case "transactionLastEvent" =>
           header(C.TransactionLastEvent, s)(ValueWriters.column(s, BooleanType, row, _, f.name))
-        case "changeMask" if wantMasks => (mask(s, f.name, setChangeMask), None)
-        case "columnMask" if wantMasks => (mask(s, f.name, setColumnMask), None)
+        case "changeMask" => (mask(s, f.name, setChangeMask), None)
+        case "columnMask" => (mask(s, f.name, setColumnMask), None)
         case _ => (AvroSkipper(s), None)
       }
     }

@@ -45,8 +45,18 @@ object ReadPlanner {
     val maxSplit = planner.maxSplitBytes(plan.files)
     planner.plan(plan.files, file =>
       if (plan.options.framing != Framing.Auto || file.getLen <= maxSplit) plan.options.framing
-      else MessageSource.sniff(file.getPath, conf))
+      else sniffOrDefer(file, conf))
   }
+
+  /**
+   * A file that cannot be sniffed now (gone, unreadable, no known framing) is read whole by one
+   * task, which then fails naming it, or skips and counts it under the ignore options.
+   */
+  private def sniffOrDefer(file: FileStatus, conf: Configuration): Framing =
+    try MessageSource.sniff(file.getPath, conf) catch {
+      case _: java.io.IOException => Framing.Auto
+      case e: ReplicateException if e.errorId == ErrorId.UnknownFraming => Framing.Auto
+    }
 
   private def selectTable(options: ReplicateOptions, registry: SchemaRegistry) = {
     val tables = registry.tables.keys.toSeq.sortBy(_.toString)

@@ -36,6 +36,17 @@ object ChangeMask {
     out
   }
 
+  /** Fails as [[ordinals]] would, without materialising the ordinals. */
+  def validate(mask: Array[Byte], columnCount: Int): Unit = {
+    var i = 0
+    while (i < mask.length && mask(i) == 0) i += 1
+    if (i < mask.length) {
+      val highest = (mask.length - 1 - i) * 8 + (32 - Integer.numberOfLeadingZeros(mask(i) & 0xff))
+      if (highest > columnCount) throw new MalformedMessageException(ErrorId.BadMask,
+        s"mask ${hex(mask)} sets the bit of column $highest but the table has $columnCount columns")
+    }
+  }
+
   /** The mask for a set of 1-based ordinals, in the fewest bytes that cover `columnCount`. */
   def encode(ordinals: Seq[Int], columnCount: Int): Array[Byte] = {
     val out = new Array[Byte]((columnCount + 7) / 8)

@@ -98,13 +98,17 @@ final class AvroContainerSource(split: FileSplit, conf: Configuration, valueFiel
     val chunk = new Array[Byte](64 * 1024)
     var position = split.start
     while (position < end && position + SyncSize <= fileLength) {
-      val n = math.min(chunk.length.toLong, fileLength - position).toInt
-      readAt(position, chunk, n)
+      val wanted = math.min(chunk.length.toLong, fileLength - position).toInt
+      if (in.getPos != position) in.seek(position)
+      val n = ContainerHeader.readUpTo(in, chunk, wanted)
       var i = 0
       while (i + SyncSize <= n) {
         if (java.util.Arrays.equals(chunk, i, i + SyncSize, header.sync, 0, SyncSize)) return position + i
         i += 1
       }
+      // Blocks would have been here: the file lost them after the query was planned.
+      if (n < wanted) throw corrupt(s"it ends at byte ${position + n}, before the ${fileLength} bytes " +
+        "it had when the query was planned")
       position += n - SyncSize + 1
     }
     -1L

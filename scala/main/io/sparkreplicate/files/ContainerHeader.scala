@@ -22,21 +22,35 @@ object ContainerHeader {
   /** Headers are small; one larger than this is not a container file we can trust. */
   private val MaxHeaderBytes = 16 << 20
 
-  /** Reads the header, growing the read until it is complete or the file ends. */
+  /**
+   * Reads the header, growing the read until it is complete or the file ends; a file that has
+   * become shorter than when the query was planned is read as far as it goes.
+   */
   def read(in: FSDataInputStream, fileLength: Long, path: String): ContainerHeader = {
-    var size = math.min(fileLength, 64 * 1024).toInt
+    val most = math.min(fileLength, MaxHeaderBytes).toInt
+    var size = math.min(most, 64 * 1024)
     while (true) {
       val bytes = new Array[Byte](size)
       in.seek(0L)
-      in.readFully(bytes)
-      try return parse(bytes, path)
+      val read = readUpTo(in, bytes, size)
+      try return parse(java.util.Arrays.copyOf(bytes, read), path)
       catch {
-        case e: MalformedMessageException if e.errorId == ErrorId.Truncated && size < math.min(fileLength, MaxHeaderBytes) =>
-          size = math.min(math.min(fileLength, MaxHeaderBytes), size.toLong * 4).toInt
+        case e: MalformedMessageException if e.errorId == ErrorId.Truncated && read == size && size < most =>
+          size = math.min(most.toLong, size.toLong * 4).toInt
+        case e: MalformedMessageException if read < size =>
+          throw corrupt(path, s"it is shorter than when the query was planned: ${e.detail}", e)
         case e: MalformedMessageException => throw corrupt(path, s"its header is unreadable: ${e.detail}", e)
       }
     }
     throw new IllegalStateException("unreachable")
+  }
+
+  /** Reads up to `length` bytes, fewer only at the end of the stream. */
+  private[files] def readUpTo(in: java.io.InputStream, into: Array[Byte], length: Int): Int = {
+    var total = 0
+    var n = 0
+    while (total < length && { n = in.read(into, total, length - total); n > 0 }) total += n
+    total
   }
 
   private def parse(bytes: Array[Byte], path: String): ContainerHeader = {

@@ -12,8 +12,10 @@ import io.sparkreplicate.codec.Envelope
  * The landed messages of one split, one at a time. The current message is the slice
  * `[offset, offset + length)` of `bytes`, valid until the next call to `next()`.
  *
- * A framing error (a length prefix that cannot be right) ends the split: `next()` throws a
- * [[MalformedMessageException]] once and then returns false, since no later frame can be trusted.
+ * A bad frame makes `next()` throw a [[MalformedMessageException]] and leaves no current
+ * message (`length` is -1). A frame that cannot be right (a negative length, or one past the end
+ * of the file) ends the split, since no later frame can be trusted: `next()` then returns false.
+ * An intact frame that is only too large is skipped, and reading goes on after it.
  */
 trait MessageSource extends Closeable {
   def next(): Boolean
@@ -34,7 +36,9 @@ object MessageSource {
 
   def open(split: FileSplit, conf: Configuration, valueField: String, limits: DecodeLimits): MessageSource = {
     val path = new Path(split.path)
-    val framing = if (split.framing == Framing.Auto) sniff(path, conf) else split.framing
+    // An empty file holds no message in any framing (as in Spark's file sources).
+    val framing = if (split.fileLength == 0) Framing.Auto
+      else if (split.framing == Framing.Auto) sniff(path, conf) else split.framing
     framing match {
       case Framing.AvroContainer => new AvroContainerSource(split, conf, valueField, limits.maxMessageBytes)
       case Framing.LengthPrefixed => new LengthPrefixedSource(split, conf, limits.maxMessageBytes)

@@ -23,16 +23,21 @@ final class LengthPrefixedSource(split: FileSplit, conf: Configuration, maxMessa
   override def next(): Boolean = {
     if (broken || nextPosition >= split.fileLength) return false
     framePosition = nextPosition
+    frameLength = -1
     val left = split.fileLength - framePosition
     if (left < 4) fail(s"$left byte(s) at the end of the file are too few for a length prefix")
     val declared = readFully(4) { in.readInt() }
     if (declared < 0) fail(s"negative length prefix $declared")
     if (declared > left - 4) fail(s"length prefix $declared exceeds the ${left - 4} bytes left in the file")
-    if (declared > maxMessageBytes) fail(s"length prefix $declared exceeds `maxMessageBytes` ($maxMessageBytes)")
+    nextPosition = framePosition + 4 + declared
+    if (declared > maxMessageBytes) {
+      // The frame is intact, only too large to take: skip it, and the frames after it still count.
+      in.skipNBytes(declared.toLong)
+      throw MessageSource.badFrame(s"a frame of $declared bytes exceeds `maxMessageBytes` ($maxMessageBytes)")
+    }
     if (declared > buffer.length) buffer = new Array[Byte](math.max(declared, buffer.length * 2).min(Int.MaxValue - 8))
     readFully(declared) { in.readFully(buffer, 0, declared) }
     frameLength = declared
-    nextPosition = framePosition + 4 + declared
     true
   }
 
@@ -59,7 +64,8 @@ final class LengthPrefixedSource(split: FileSplit, conf: Configuration, maxMessa
 /** The whole file is one envelope. */
 final class WholeMessageSource(split: FileSplit, conf: Configuration, maxMessageBytes: Int) extends MessageSource {
   private var consumed = false
-  private var content: Array[Byte] = Array.emptyByteArray
+  /** Null until read, and when the file is too large to be read as one message. */
+  private var content: Array[Byte] = _
   val record = new LandingRecord
 
   override def next(): Boolean = {
@@ -81,7 +87,7 @@ final class WholeMessageSource(split: FileSplit, conf: Configuration, maxMessage
 
   override def bytes: Array[Byte] = content
   override def offset: Int = 0
-  override def length: Int = content.length
+  override def length: Int = if (content == null) -1 else content.length
   override def position: Long = 0
   override def index: Long = 0
   override def describePosition: String = "whole-file message"

@@ -22,7 +22,7 @@ object ReplicateMetrics {
   def values(c: ReadCounters): Array[CustomTaskMetric] = Array(
     task("messagesRead", c.messagesRead), task("rowsReturned", c.rowsReturned),
     task("metadataMessages", c.metadataMessages), task("filteredOut", c.filteredOut),
-    task("malformed", c.malformed), task("dropped", c.dropped), task("filesSkipped", c.filesSkipped)) ++
+    task("malformed", c.malformed), task("dropped", c.dropped), task("filesSkipped", c.skippedFiles.size)) ++
     ErrorId.messageReasons.map(r => task(reasonMetric(r), c.malformedByReason(r.name)))
 
   def reasonMetric(reason: ErrorId): String = s"malformed_${reason.name}"

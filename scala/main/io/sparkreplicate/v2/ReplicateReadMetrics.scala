@@ -13,19 +13,30 @@ import io.sparkreplicate.catalyst.ReadCounters
  */
 final class ReadCountersAccumulator extends AccumulatorV2[ReadCounters, Map[String, Long]] {
   private val totals = mutable.Map.empty[String, Long].withDefaultValue(0L)
+  /** A file split across tasks may be skipped by several of them: counted once. */
+  private val skippedFiles = mutable.Set.empty[String]
 
-  override def isZero: Boolean = totals.isEmpty
+  override def isZero: Boolean = totals.isEmpty && skippedFiles.isEmpty
   override def copy(): ReadCountersAccumulator = {
     val c = new ReadCountersAccumulator
     c.totals ++= totals
+    c.skippedFiles ++= skippedFiles
     c
   }
-  override def reset(): Unit = totals.clear()
-  override def add(counters: ReadCounters): Unit =
-    ReplicateMetrics.values(counters).foreach(m => totals(m.name()) += m.value())
-  override def merge(other: AccumulatorV2[ReadCounters, Map[String, Long]]): Unit =
-    other.value.foreach { case (k, v) => totals(k) += v }
-  override def value: Map[String, Long] = totals.toMap
+  override def reset(): Unit = { totals.clear(); skippedFiles.clear() }
+  override def add(counters: ReadCounters): Unit = {
+    ReplicateMetrics.values(counters).foreach(m => if (m.name() != FilesSkipped) totals(m.name()) += m.value())
+    skippedFiles ++= counters.skippedFiles
+  }
+  override def merge(other: AccumulatorV2[ReadCounters, Map[String, Long]]): Unit = other match {
+    case o: ReadCountersAccumulator =>
+      o.totals.foreach { case (k, v) => totals(k) += v }
+      skippedFiles ++= o.skippedFiles
+    case _ => throw new UnsupportedOperationException(s"cannot merge ${other.getClass.getName}")
+  }
+  override def value: Map[String, Long] = totals.toMap + (FilesSkipped -> skippedFiles.size.toLong)
+
+  private def FilesSkipped = "filesSkipped"
 }
 
 /** Counts of the last replicate scan executed from this driver, for `spark_replicate.last_read_metrics`. */

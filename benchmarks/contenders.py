@@ -1,0 +1,138 @@
+"""The five ways to read the same landed files, and the checksum that proves they agree.
+
+Contenders 1 to 4 return a DataFrame with exactly the connector's output columns (the table's
+columns, the ``header__*`` columns with ``changed``/``present`` masks expanded, the before-image
+struct); each is timed writing to Spark's ``noop`` sink. Contender 5, the floor, only reads the
+container records and sums ``length(value)``: what reading the bytes costs with no decoding.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import pydecode
+from profiles import Dataset
+
+
+@dataclass
+class Contender:
+    key: str
+    label: str
+    build: Callable[[], DataFrame]
+    is_floor: bool = False
+
+    def run(self) -> None:
+        df = self.build()
+        if self.is_floor:
+            df.collect()
+        else:
+            df.write.format("noop").mode("overwrite").save()
+
+
+def connector(spark: SparkSession, ds: Dataset, expand_masks: bool = True) -> DataFrame:
+    return (spark.read.format("replicate")
+            .option("schemaTopic", str(ds.schema_dir))
+            .option("table", ds.profile.table_name)
+            .option("expandMasks", str(expand_masks).lower())
+            .load(str(ds.data_dir)))
+
+
+def _mask_names(mask: str, columns: list[str]) -> str:
+    """SQL for the names of the columns a Replicate mask marks (bit i of the big-endian bytes is
+    ordinal i + 1), null for a null mask. Codegen-friendly: the mask's hex digits are cut from the
+    right into 60-bit chunks read as longs (once per row), each column tests its bit, and
+    ``array_except`` drops the nulls of unmarked columns (names are unique, so nothing else)."""
+    digits = f"hex({mask})"
+    chunks = (len(columns) + 59) // 60
+    chunk = [f"coalesce(CAST(conv(substr({digits}, {-15 * (j + 1)}, 15), 16, 10) AS BIGINT), 0)"
+             for j in range(chunks)]
+    picks = [f"IF((shiftright({chunk[i // 60]}, {i % 60}) & 1) = 1, '{name}', NULL)" for i, name in enumerate(columns)]
+    return f"IF({mask} IS NULL, NULL, array_except(array({', '.join(picks)}), array(CAST(NULL AS STRING))))"
+
+
+def from_avro_twice(spark: SparkSession, ds: Dataset, info: dict, expand_masks: bool = True) -> DataFrame:
+    """spark-avro's ``from_avro``: the envelope, a filter on the schema id, then the payload."""
+    from pyspark.sql.avro.functions import from_avro
+
+    envelope_json = json.dumps(pydecode.ENVELOPE_SCHEMA)
+    columns = info["columns"]
+    raw = spark.read.format("avro").load(str(ds.data_dir))
+    envelopes = (raw.select(from_avro(F.col("value"), envelope_json).alias("e"))
+                 .where((F.col("e.type") == "DT") & (F.col("e.messageSchemaId") == info["schema_id"])))
+    records = (envelopes.select(from_avro(F.col("e.message"), info["data_schema"]).alias("r"))
+               .selectExpr("IF(r.data IS NULL, r.beforeData, r.data) AS img", "r.headers AS h", "r.beforeData AS b"))
+    exprs = [f"img.`{c}` AS `{c}`" for c in columns] + [
+        f"'{info['schema_id']}' AS header__schema_id",
+        f"CAST({info['table_version']} AS BIGINT) AS header__table_version",
+        "CAST(h.operation AS STRING) AS header__operation",
+        "nullif(h.changeSequence, '') AS header__change_seq",
+        "CAST(nullif(h.timestamp, '') AS TIMESTAMP) AS header__timestamp",
+        "nullif(h.streamPosition, '') AS header__stream_position",
+        "nullif(h.transactionId, '') AS header__transaction_id",
+        "h.transactionEventCounter AS header__transaction_event_counter",
+        "h.transactionLastEvent AS header__transaction_last_event",
+        "nullif(h.externalSchemaId, '') AS header__external_schema_id",
+        "h.changeMask AS header__change_mask",
+        "h.columnMask AS header__column_mask",
+    ]
+    if expand_masks:
+        exprs += [f"{_mask_names('h.changeMask', columns)} AS header__changed_columns",
+                  f"{_mask_names('h.columnMask', columns)} AS header__present_columns"]
+    exprs.append("b AS header__before_image")
+    return records.selectExpr(*exprs)
+
+
+def fastavro_map_in_arrow(spark: SparkSession, ds: Dataset, info: dict, schema) -> DataFrame:
+    raw = spark.read.format("avro").load(str(ds.data_dir)).select("value")
+    return raw.mapInArrow(pydecode.map_in_arrow(info, schema.json()), schema)
+
+
+def python_data_source(spark: SparkSession, ds: Dataset, info: dict, schema) -> DataFrame:
+    return (spark.read.format(pydecode.FastavroReplicateSource.name()).schema(schema)
+            .option("info", json.dumps(info)).load(str(ds.data_dir)))
+
+
+def floor(spark: SparkSession, ds: Dataset) -> DataFrame:
+    return (spark.read.format("avro").load(str(ds.data_dir))
+            .agg(F.count(F.lit(1)).alias("messages"), F.sum(F.length("value")).alias("bytes")))
+
+
+def contenders(spark: SparkSession, ds: Dataset, info: dict, schema) -> list[Contender]:
+    return [
+        Contender("connector", 'connector: format("replicate")', lambda: connector(spark, ds)),
+        Contender("from_avro", "spark-avro from_avro twice", lambda: from_avro_twice(spark, ds, info)),
+        Contender("fastavro_mapinarrow", "fastavro in mapInArrow",
+                  lambda: fastavro_map_in_arrow(spark, ds, info, schema)),
+        Contender("python_datasource", "Python Data Source + fastavro",
+                  lambda: python_data_source(spark, ds, info, schema)),
+        Contender("floor", 'floor: format("avro"), sum(length(value))', lambda: floor(spark, ds), is_floor=True),
+    ]
+
+
+def checksum(df: DataFrame) -> dict:
+    """Row count and order-independent checksums: the sum of a 64-bit hash of every row (all
+    output columns), and the same per column, so a mismatch names the columns that differ."""
+    columns = df.columns
+    hashes = [F.xxhash64(*[F.col(f"`{c}`") for c in columns]).alias("__row")]
+    hashes += [F.xxhash64(F.col(f"`{c}`")).alias(f"__h{i}") for i, c in enumerate(columns)]
+    total = lambda name: F.sum(F.col(name).cast("decimal(38,0)")).cast("string")  # noqa: E731
+    aggregated = df.select(*hashes).agg(F.count(F.lit(1)).alias("rows"), total("__row").alias("row"),
+                                        *[total(f"__h{i}").alias(f"__h{i}") for i in range(len(columns))]).first()
+    return {"rows": aggregated["rows"], "checksum": aggregated["row"],
+            "columns": {c: aggregated[f"__h{i}"] for i, c in enumerate(columns)}}
+
+
+def same_types(a, b) -> bool:
+    """Schema equality ignoring nullability (which Arrow round trips and from_avro may change)."""
+    def strip(t):
+        if isinstance(t, dict):
+            return {k: strip(v) for k, v in t.items() if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")}
+        if isinstance(t, list):
+            return [strip(x) for x in t]
+        return t
+    return strip(json.loads(a.json())) == strip(json.loads(b.json()))

@@ -1,0 +1,444 @@
+"""`make bench`: the connector against spark-avro, fastavro in mapInArrow, a Python Data Source and
+the floor, on the same generated files in the same SparkSession; then scaling, memory and the JVM
+decoder micro-benchmark. Writes benchmarks/results.json and benchmarks/RESULTS.md.
+
+    python benchmarks/run.py                  # profile M at 2,000,000 messages, S and W too
+    python benchmarks/run.py --quick          # a smoke run on small datasets
+    python benchmarks/run.py --messages 500000 --profiles M
+
+Every contender's row count and checksum are compared with the connector's before anything is
+timed; a mismatch stops the run. Timings: one warm-up, then `--runs` rounds in which the
+contenders take turns (so that machine noise hits them alike); the median is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path[:0] = [str(BENCH_DIR)]
+
+DEFAULT_MESSAGES = 2_000_000
+QUICK_MESSAGES = 50_000
+TARGETS = {
+    "connector_vs_fastavro_mapinarrow": (">=", 10.0),
+    "connector_vs_from_avro": (">=", 1.5),
+    "connector_vs_floor": ("<=", 2.0),
+    "scaling_local1_to_local2": (">=", 1.7),
+}
+# Peak live heap (after GC) at the largest input over the smallest: "flat" below this, allowing
+# for a few MB of JVM noise.
+MEMORY_FLAT_RATIO = 1.25
+MEMORY_NOISE_MB = 32
+
+
+def log(*args) -> None:
+    print(*args, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Spark
+# --------------------------------------------------------------------------------------------
+
+
+def spark_avro_jar(given: str | None) -> str:
+    if given:
+        return given
+    jars = sorted(glob.glob(str(BENCH_DIR / "data" / "jars" / "spark-avro_2.13-*.jar")))
+    if not jars:
+        sys.exit("no spark-avro jar in benchmarks/data/jars: run `make bench`, which fetches it with Maven, "
+                 "or pass --spark-avro-jar")
+    return jars[-1]
+
+
+def make_session(master: str, avro_jar: str, java_options: str = "", driver_memory: str = "4g"):
+    """One SparkSession with the connector and spark-avro; Python workers run this interpreter
+    with the benchmark modules importable."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    paths = [str(BENCH_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    from pyspark.sql import SparkSession
+
+    import spark_replicate
+    import pydecode
+
+    builder = (SparkSession.builder.master(master).appName("spark-replicate-bench")
+               .config("spark.driver.memory", driver_memory)
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.jars", avro_jar))
+    if java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    spark = spark_replicate.configure_spark(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(pydecode.FastavroReplicateSource)
+    return spark
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def measure(contenders, runs: int) -> dict[str, list[float]]:
+    """One warm-up each, then `runs` rounds in which every contender runs once, in turn."""
+    times = {c.key: [] for c in contenders}
+    for c in contenders:
+        log(f"    warm-up {c.key}: {timed(c.run):.2f} s")
+    for r in range(runs):
+        for c in contenders:
+            times[c.key].append(timed(c.run))
+        log(f"    round {r + 1}/{runs}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in times.items()))
+    return times
+
+
+# --------------------------------------------------------------------------------------------
+# The contenders on one profile
+# --------------------------------------------------------------------------------------------
+
+
+def bench_profile(spark, ds, runs: int) -> dict:
+    import contenders as C
+    import pydecode
+    import spark_replicate
+
+    info = pydecode.table_info(str(ds.schema_dir), ds.profile.table_name)
+    schema = C.connector(spark, ds).schema
+    all_contenders = C.contenders(spark, ds, info, schema)
+    messages = sum(ds.counts.values())
+
+    log(f"  checking that every contender returns the same rows ({messages:,} messages) ...")
+    reference = None
+    checks = {}
+    for c in all_contenders:
+        if c.is_floor:
+            row = c.build().first()
+            checks[c.key] = {"rows": row["messages"], "value_bytes": row["bytes"]}
+            if row["messages"] != messages:
+                raise SystemExit(f"floor read {row['messages']} records, expected {messages}")
+            continue
+        df = c.build()
+        if not C.same_types(df.schema, schema):
+            raise SystemExit(f"{c.key}: schema differs from the connector's:\n{df.schema}\n{schema}")
+        result = C.checksum(df)
+        checks[c.key] = {"rows": result["rows"], "checksum": result["checksum"]}
+        if reference is None:
+            reference = result
+            if result["rows"] != messages:
+                raise SystemExit(f"connector returned {result['rows']} rows, expected {messages}")
+        elif result["rows"] != reference["rows"] or result["checksum"] != reference["checksum"]:
+            differing = [k for k, v in result["columns"].items() if reference["columns"][k] != v]
+            raise SystemExit(f"{c.key} disagrees with the connector: rows {result['rows']} vs "
+                             f"{reference['rows']}, differing columns {differing}")
+        log(f"    {c.key}: {result['rows']:,} rows, checksum {result['checksum']}")
+    all_contenders[0].run()
+    metrics = spark_replicate.last_read_metrics(spark)
+    if metrics["rowsReturned"] != messages or metrics["messagesRead"] != messages:
+        raise SystemExit(f"connector metrics disagree with the dataset: {metrics}")
+
+    log(f"  timing ({runs} rounds after a warm-up) ...")
+    times = measure(all_contenders, runs)
+    median = {k: statistics.median(v) for k, v in times.items()}
+    connector = median["connector"]
+    ratios = {f"connector_vs_{k}": round(v / connector, 3) for k, v in median.items()
+              if k not in ("connector", "floor")}
+    ratios["connector_vs_floor"] = round(connector / median["floor"], 3)
+    return {
+        "profile": ds.profile.name,
+        "columns": len(ds.profile.table.columns),
+        "messages": messages,
+        "operations": ds.counts,
+        "data_files": len(ds.data_files),
+        "data_bytes": ds.data_bytes,
+        "avg_message_bytes": round(checks["floor"]["value_bytes"] / messages, 1),
+        "checks": checks,
+        "connector_metrics": metrics,
+        "contenders": {c.key: {"label": c.label, "times_s": [round(t, 4) for t in times[c.key]],
+                               "median_s": round(median[c.key], 4),
+                               "rows_per_s": round(messages / median[c.key]),
+                               "mb_per_s": round(ds.data_bytes / median[c.key] / 1e6, 1)}
+                       for c in all_contenders},
+        "ratios": ratios,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Workers: a fresh JVM per measurement that needs its own master or JVM flags
+# --------------------------------------------------------------------------------------------
+
+
+def run_worker(kind: str, args: argparse.Namespace, **params) -> dict:
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
+        spec = {"kind": kind, "out": out.name, "avro_jar": args.avro_jar, **params}
+        subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], check=True)
+        return json.loads(Path(out.name).read_text())
+
+
+def worker(spec: dict) -> None:
+    import contenders as C
+    from profiles import PROFILES, dataset
+
+    ds = dataset(PROFILES[spec["profile"]], spec["messages"], spec["seed"], Path(spec["data_dir"]))
+    if spec["kind"] == "scaling":
+        spark = make_session(spec["master"], spec["avro_jar"])
+        import pydecode
+        info = pydecode.table_info(str(ds.schema_dir), ds.profile.table_name)
+        chosen = [c for c in C.contenders(spark, ds, info, None) if c.key in ("connector", "floor")]
+        times = measure(chosen, spec["runs"])
+        result = {k: statistics.median(v) for k, v in times.items()} | {"times": times}
+    elif spec["kind"] == "memory":
+        gc_log = spec["gc_log"]
+        spark = make_session("local[2]", spec["avro_jar"], f"-Xlog:gc:file={gc_log}:uptime",
+                             driver_memory=spec["heap"])
+        jvm = spark._jvm
+        runtime = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+        C.connector(spark, ds).limit(1000).write.format("noop").mode("overwrite").save()  # load classes
+        jvm.java.lang.System.gc()
+        start_ms = runtime.getUptime()
+        seconds = timed(lambda: C.connector(spark, ds).write.format("noop").mode("overwrite").save())
+        end_ms = runtime.getUptime()
+        jvm.java.lang.System.gc()
+        time.sleep(0.5)
+        pid = jvm.java.lang.ProcessHandle.current().pid()
+        status = Path(f"/proc/{pid}/status").read_text()
+        hwm_kb = int(re.search(r"VmHWM:\s+(\d+)", status).group(1))
+        result = {"seconds": seconds, "start_s": start_ms / 1000, "end_s": end_ms / 1000, "vm_hwm_mb": hwm_kb / 1024}
+        spark.stop()
+        result.update(parse_gc_log(Path(gc_log).read_text(), result["start_s"], result["end_s"]))
+    elif spec["kind"] == "jfr":
+        spark = make_session("local[2]", spec["avro_jar"],
+                             f"-XX:StartFlightRecording=filename={spec['jfr']},settings=profile,dumponexit=true")
+        times = [timed(lambda: C.connector(spark, ds).write.format("noop").mode("overwrite").save())
+                 for _ in range(spec["runs"])]
+        spark.stop()
+        result = {"times": times}
+    else:
+        raise SystemExit(f"unknown worker {spec['kind']}")
+    Path(spec["out"]).write_text(json.dumps(result))
+
+
+_GC_LINE = re.compile(r"\[(\d+\.\d+)s\].*?Pause (Young|Full|Remark|Cleanup)[^\n]*?(\d+)M->(\d+)M\((\d+)M\)")
+
+
+def parse_gc_log(text: str, start_s: float, end_s: float) -> dict:
+    """Peak heap after GC (the live set the JVM keeps) during the read, from -Xlog:gc output."""
+    during, after_read = [], []
+    for match in _GC_LINE.finditer(text):
+        at, kind, before, after, total = float(match[1]), match[2], int(match[3]), int(match[4]), int(match[5])
+        if start_s <= at <= end_s:
+            during.append(after)
+        elif at > end_s and kind == "Full":
+            after_read.append(after)
+    return {"gc_pauses_during_read": len(during), "peak_heap_after_gc_mb": max(during) if during else None,
+            "heap_after_full_gc_mb": after_read[0] if after_read else None}
+
+
+# --------------------------------------------------------------------------------------------
+# The JVM micro-benchmark (scala/test/io/sparkreplicate/bench/DecoderBench.scala)
+# --------------------------------------------------------------------------------------------
+
+
+def micro_benchmark(ds, messages: int, seconds: float) -> dict:
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
+        command = ["bin/sbt", f"Test/runMain io.sparkreplicate.bench.DecoderBench {ds.root} "
+                              f"{ds.profile.table_name} {messages} {seconds} {out.name}"]
+        log("  " + " ".join(command[:1]) + f' "{command[1]}"')
+        for attempt in range(6):
+            completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+            if completed.returncode == 0:
+                break
+            text = completed.stdout + completed.stderr
+            if re.search(r"(?i)server is already booting|waiting for lock|another instance", text) and attempt < 5:
+                log("  sbt is busy (another build is running); retrying in 60 s")
+                time.sleep(60)
+                continue
+            raise SystemExit(f"the micro-benchmark failed:\n{text[-4000:]}")
+        result = json.loads(Path(out.name).read_text())
+        result["command"] = " ".join(command[:1]) + f' "{command[1]}"'
+        return result
+
+
+# --------------------------------------------------------------------------------------------
+# The environment
+# --------------------------------------------------------------------------------------------
+
+
+def _run(command: list[str], **kwargs) -> str:
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True, **kwargs)
+        return (completed.stdout + completed.stderr).strip()
+    except OSError as e:
+        return f"unavailable: {e}"
+
+
+def environment(avro_jar: str) -> dict:
+    import fastavro
+    import pyarrow
+    import pyspark
+
+    import spark_replicate
+    cpu = re.search(r"model name\s*:\s*(.*)", Path("/proc/cpuinfo").read_text())
+    mem = re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text())
+    status = _run(["git", "--no-optional-locks", "status", "--porcelain"], cwd=REPO)
+    changed = [line[3:] for line in status.splitlines() if line.strip()]
+    jar = spark_replicate.jar_path()
+    try:
+        import pandas
+        pandas_version = pandas.__version__
+    except ImportError:
+        pandas_version = None
+    return {
+        "git_commit": _run(["git", "rev-parse", "HEAD"], cwd=REPO),
+        "git_uncommitted": changed,
+        "connector_sources_clean": not any(p.startswith(("scala/main", "build.sbt", "project/")) for p in changed),
+        "connector_jar": str(jar),
+        "connector_jar_sha256": hashlib.sha256(Path(jar).read_bytes()).hexdigest(),
+        "machine": {
+            "cpu": cpu.group(1) if cpu else platform.processor(),
+            "cores": os.cpu_count(),
+            "memory_gib": round(int(mem.group(1)) / 2**20, 1) if mem else None,
+            "os": f"{platform.system()} {platform.release()}",
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        },
+        "versions": {
+            "java": _run(["java", "-version"]).splitlines()[0],
+            "python": platform.python_version(),
+            "pyspark": pyspark.__version__,
+            "spark_avro": re.sub(r".*spark-avro_2\.13-(.*)\.jar", r"\1", avro_jar),
+            "fastavro": fastavro.__version__,
+            "pyarrow": pyarrow.__version__,
+            "pandas": pandas_version,
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_MESSAGES:,} messages for M")
+    parser.add_argument("--messages", type=int, help=f"messages of profile M (and S; W gets a quarter); "
+                                                     f"default {DEFAULT_MESSAGES:,}")
+    parser.add_argument("--profiles", default="M,S,W", help="comma-separated, M first is the headline")
+    parser.add_argument("--runs", type=int, default=5, help="timed rounds after the warm-up (median reported)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--data-dir", default=str(BENCH_DIR / "data"))
+    parser.add_argument("--out-dir", default=str(BENCH_DIR))
+    parser.add_argument("--spark-avro-jar")
+    parser.add_argument("--skip-scaling", action="store_true")
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--skip-micro", action="store_true")
+    parser.add_argument("--jfr", action="store_true", help="also record the connector on M with Java Flight "
+                                                         "Recorder into <data-dir>/connector.jfr")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(json.loads(args.worker))
+        return
+
+    from profiles import PROFILES, dataset
+    import report
+
+    args.avro_jar = spark_avro_jar(args.spark_avro_jar)
+    m_messages = args.messages or (QUICK_MESSAGES if args.quick else DEFAULT_MESSAGES)
+    sizes = {"M": m_messages, "S": m_messages, "W": max(1, m_messages // 4)}
+    profiles = [p.strip().upper() for p in args.profiles.split(",") if p.strip()]
+    data_dir = Path(args.data_dir)
+    command = " ".join(["python", "benchmarks/run.py"] + sys.argv[1:])
+    started = time.time()
+    env = environment(args.avro_jar)
+    log(f"spark-replicate benchmark at {env['git_commit'][:12]}; load average {env['machine']['load_average_at_start']}")
+
+    datasets = {p: dataset(PROFILES[p], sizes[p], args.seed, data_dir, log) for p in profiles}
+    results = {"command": os.environ.get("BENCH_COMMAND", command), "quick": args.quick, "runs": args.runs,
+               "seed": args.seed, "master": "local[2]", "environment": env, "profiles": {}}
+
+    spark = make_session("local[2]", args.avro_jar)
+    for p in profiles:
+        log(f"profile {p} ({PROFILES[p].description}, {sizes[p]:,} messages)")
+        results["profiles"][p] = bench_profile(spark, datasets[p], args.runs)
+    spark.stop()
+
+    headline = "M" if "M" in profiles else profiles[0]
+    results["ratios"] = results["profiles"][headline]["ratios"]
+    ds = datasets[headline]
+    worker_params = {"profile": headline, "seed": args.seed, "data_dir": str(data_dir)}
+
+    if not args.skip_scaling:
+        log(f"scaling: the connector (and the floor) on {headline} in local[1] and local[2] ...")
+        scaling = {}
+        for master in ("local[1]", "local[2]"):
+            scaling[master] = run_worker("scaling", args, master=master, runs=args.runs,
+                                         messages=sizes[headline], **worker_params)
+        results["scaling"] = {
+            "profile": headline, "messages": sizes[headline],
+            "connector_s": {m: round(v["connector"], 3) for m, v in scaling.items()},
+            "floor_s": {m: round(v["floor"], 3) for m, v in scaling.items()},
+            "connector_speedup": round(scaling["local[1]"]["connector"] / scaling["local[2]"]["connector"], 3),
+            "floor_speedup": round(scaling["local[1]"]["floor"] / scaling["local[2]"]["floor"], 3),
+        }
+        log(f"  connector speed-up {results['scaling']['connector_speedup']}, floor {results['scaling']['floor_speedup']}")
+
+    if not args.skip_memory:
+        log(f"memory: the connector's live heap on {headline} as the input grows (fresh JVM, 2 GiB heap, 8 files each) ...")
+        points = []
+        for fraction in (4, 2, 1):
+            n = max(1, sizes[headline] // fraction)
+            grown = dataset(PROFILES[headline], n, args.seed, data_dir, log)
+            with tempfile.TemporaryDirectory() as tmp:
+                point = run_worker("memory", args, messages=n, heap="2g", gc_log=f"{tmp}/gc.log",
+                                   **worker_params)
+            point.update({"messages": n, "data_bytes": grown.data_bytes,
+                          "file_bytes": max(f.stat().st_size for f in grown.data_files)})
+            points.append(point)
+            log(f"  {n:,} messages: peak heap after GC {point['peak_heap_after_gc_mb']} MB, "
+                f"{point['gc_pauses_during_read']} GCs, RSS peak {point['vm_hwm_mb']:.0f} MB")
+        results["memory"] = report.memory_summary(points, MEMORY_FLAT_RATIO, MEMORY_NOISE_MB)
+
+    if not args.skip_micro:
+        log("micro-benchmark: ChangeRowDecoder against GenericDatumReader + a generic converter ...")
+        micro_messages = 200_000 if not args.quick else 20_000
+        results["micro"] = micro_benchmark(datasets.get("M", ds) if "M" in datasets else ds,
+                                           min(micro_messages, sizes.get("M", sizes[headline])),
+                                           2.0 if args.quick else 10.0)
+        log(f"  {results['micro']['summary']}")
+
+    if args.jfr:
+        jfr = data_dir / "connector.jfr"
+        run_worker("jfr", args, messages=sizes[headline], runs=args.runs, jfr=str(jfr), **worker_params)
+        results["jfr"] = str(jfr)
+        log(f"  JFR recording: {jfr} (jfr print --events jdk.ExecutionSample {jfr})")
+
+    results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["elapsed_s"] = round(time.time() - started)
+    results["targets"] = report.targets(results, TARGETS)
+    out = Path(args.out_dir)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "RESULTS.md").write_text(report.markdown(results))
+    log(f"wrote {out / 'results.json'} and {out / 'RESULTS.md'} in {results['elapsed_s']} s")
+    for name, target in results["targets"].items():
+        log(f"  {name}: {target['value']} (target {target['target']}) {'met' if target['met'] else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
