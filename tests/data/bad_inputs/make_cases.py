@@ -273,7 +273,7 @@ class Landed:
     malformed message can be no other table's and must never be filtered away).
     """
 
-    kind: str  # "row" | "metadata" | "malformed" | "unframed"
+    kind: str  # "row" | "metadata" | "malformed" | "unframed" | "oversized"
     raw: bytes
     table: str | None = None
     key: str | None = None
@@ -296,6 +296,11 @@ def malformed(raw: bytes, reason: str, table: Table | None = None) -> Landed:
 def unframed(raw: bytes) -> Landed:
     """Written verbatim where a length prefix (or a whole-file message) should be."""
     return Landed("unframed", raw, reason=BAD_FRAME)
+
+
+def oversized(raw: bytes) -> Landed:
+    """An intact frame over ``maxMessageBytes``: malformed and skipped unread; reading goes on."""
+    return Landed("oversized", raw, reason=BAD_FRAME)
 
 
 def around(bad: Landed) -> list[Landed]:
@@ -481,7 +486,7 @@ def expected_outcome(case: Case, written: list[Written], mode: str, table: Table
                 if mode == "PERMISSIVE":
                     counts["rowsReturned"] += 1
                     corrupt.append({"reason": entry.reason, "contains": where,
-                                    "bytes": None if entry.kind == "unframed" else digest(entry.raw)})
+                                    "bytes": None if entry.kind in ("unframed", "oversized") else digest(entry.raw)})
                 else:
                     counts["dropped"] += 1
             if entry.kind == "unframed" and file.file.framing == "length-prefixed":
@@ -497,7 +502,7 @@ def expected_outcome(case: Case, written: list[Written], mode: str, table: Table
 
 
 def has_malformed_message(case: Case) -> bool:
-    return any(e.kind in ("malformed", "unframed") for f in case.files for e in f.entries)
+    return any(e.kind in ("malformed", "unframed", "oversized") for f in case.files for e in f.entries)
 
 
 def case_entry(case: Case, written: list[Written], extra_schema: list[str], topics: dict[str, str]) -> dict:
@@ -750,8 +755,9 @@ def frame_cases() -> list[Case]:
                          unframed((-10).to_bytes(4, "big", signed=True))),
         after_first_file("length_prefix_2gb", "a length prefix of 2 GiB - 1 (7f ff ff ff) in a small file",
                          unframed(0x7FFFFFFF.to_bytes(4, "big"))),
-        after_first_file("frame_over_max_message_bytes", "a 6 KB frame read with maxMessageBytes 4k",
-                         unframed(len(big).to_bytes(4, "big") + big), options={"maxMessageBytes": "4k"}),
+        after_first_file("frame_over_max_message_bytes",
+                         "an intact 6 KB frame read with maxMessageBytes 4k: skipped, the frames after it read",
+                         oversized(big), options={"maxMessageBytes": "4k"}),
         Case("partial_length_prefix_at_end", "the file ends with 2 bytes: too few for a length prefix",
              "length-prefixed", land("length-prefixed", [metadata(), row("insert-1"), row("other-10"), update,
                                                          unframed(b"\x00\x00")])),
