@@ -9,7 +9,7 @@ JAR := target/spark-replicate.jar
 PACKAGED_JAR := python/src/spark_replicate/jars/spark-replicate.jar
 SCALA_INPUTS := build.sbt $(shell find project scala -type f -not -path '*/target/*' 2>/dev/null)
 
-.PHONY: demo test jar install scala-test python-test clean
+.PHONY: demo test jar install scala-test python-test clean bench
 
 demo: install
 	$(VENV)/bin/spark-replicate demo
@@ -40,3 +40,27 @@ install: $(JAR) $(VENV)/bin/python
 
 clean:
 	rm -rf target project/target $(VENV) $(PACKAGED_JAR) python/build
+
+# `make bench` measures the connector against spark-avro's from_avro, fastavro (mapInArrow and a
+# Python Data Source) and the floor on generated landing zones (cached in benchmarks/data/), then
+# scaling, memory and the JVM decoder micro-benchmark; it writes benchmarks/results.json and
+# benchmarks/RESULTS.md. `make bench BENCH_ARGS=--quick` is a smoke run; `python benchmarks/run.py
+# --help` lists the other arguments. spark-avro is fetched from Maven Central at the Spark version
+# (or, if that release is missing there, the nearest earlier patch release of the same line).
+BENCH_ARGS ?=
+BENCH_JARS := benchmarks/data/jars
+SPARK_VERSION := $(shell sed -n 's/^val sparkVersion = "\(.*\)"/\1/p' build.sbt)
+
+bench: install $(BENCH_JARS)/spark-avro.version
+	$(PY) -m pip install -q "spark-replicate[bench]"
+	BENCH_COMMAND="make bench$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')" $(PY) benchmarks/run.py \
+	  --spark-avro-jar $(BENCH_JARS)/spark-avro_2.13-$$(cat $(BENCH_JARS)/spark-avro.version).jar $(BENCH_ARGS)
+
+$(BENCH_JARS)/spark-avro.version: build.sbt
+	mkdir -p $(BENCH_JARS)
+	@line=$(SPARK_VERSION); line=$${line%.*}; patch=$(SPARK_VERSION); patch=$${patch##*.}; \
+	for p in $$(seq $$patch -1 0); do \
+	  if mvn -q -B dependency:copy -Dartifact=org.apache.spark:spark-avro_2.13:$$line.$$p \
+	      -DoutputDirectory=$(BENCH_JARS) >/dev/null 2>&1; then echo $$line.$$p > $@; exit 0; fi; \
+	  echo "spark-avro_2.13:$$line.$$p is not available from Maven Central; trying the previous patch release" >&2; \
+	done; echo "no spark-avro_2.13:$$line.x release found" >&2; exit 1

@@ -42,21 +42,26 @@ def connector(spark: SparkSession, ds: Dataset, expand_masks: bool = True) -> Da
             .load(str(ds.data_dir)))
 
 
-def _mask_names(mask: str, columns: list[str]) -> str:
-    """SQL for the names of the columns a Replicate mask marks (bit i of the big-endian bytes is
-    ordinal i + 1), null for a null mask. Codegen-friendly: the mask's hex digits are cut from the
-    right into 60-bit chunks read as longs (once per row), each column tests its bit, and
-    ``array_except`` drops the nulls of unmarked columns (names are unique, so nothing else)."""
-    digits = f"hex({mask})"
-    chunks = (len(columns) + 59) // 60
-    chunk = [f"coalesce(CAST(conv(substr({digits}, {-15 * (j + 1)}, 15), 16, 10) AS BIGINT), 0)"
-             for j in range(chunks)]
-    picks = [f"IF((shiftright({chunk[i // 60]}, {i % 60}) & 1) = 1, '{name}', NULL)" for i, name in enumerate(columns)]
+def _mask_chunks(mask: str, prefix: str, columns: list[str]) -> list[str]:
+    """SQL for a Replicate mask (one big-endian unsigned integer) as longs of 60 bits each, lowest
+    first: its hex digits cut from the right, 15 at a time."""
+    return [f"coalesce(CAST(conv(substr(hex({mask}), {-15 * (j + 1)}, 15), 16, 10) AS BIGINT), 0) AS {prefix}{j}"
+            for j in range((len(columns) + 59) // 60)]
+
+
+def _mask_names(mask: str, prefix: str, columns: list[str]) -> str:
+    """SQL for the names of the columns a mask marks (bit i is ordinal i + 1), null for a null mask,
+    from the chunks of :func:`_mask_chunks`; ``array_except`` drops the nulls of unmarked columns
+    (names are unique, so nothing else). Every part has generated code."""
+    picks = [f"IF((shiftright({prefix}{i // 60}, {i % 60}) & 1) = 1, '{name}', NULL)" for i, name in enumerate(columns)]
     return f"IF({mask} IS NULL, NULL, array_except(array({', '.join(picks)}), array(CAST(NULL AS STRING))))"
 
 
 def from_avro_twice(spark: SparkSession, ds: Dataset, info: dict, expand_masks: bool = True) -> DataFrame:
-    """spark-avro's ``from_avro``: the envelope, a filter on the schema id, then the payload."""
+    """spark-avro's ``from_avro``: the envelope, a filter on the schema id, then the payload.
+
+    The mask chunks are computed in a projection of their own so that Spark evaluates them once
+    per row (inlined into the conditional expressions below, they would not be shared)."""
     from pyspark.sql.avro.functions import from_avro
 
     envelope_json = json.dumps(pydecode.ENVELOPE_SCHEMA)
@@ -66,6 +71,9 @@ def from_avro_twice(spark: SparkSession, ds: Dataset, info: dict, expand_masks: 
                  .where((F.col("e.type") == "DT") & (F.col("e.messageSchemaId") == info["schema_id"])))
     records = (envelopes.select(from_avro(F.col("e.message"), info["data_schema"]).alias("r"))
                .selectExpr("IF(r.data IS NULL, r.beforeData, r.data) AS img", "r.headers AS h", "r.beforeData AS b"))
+    if expand_masks:
+        records = records.selectExpr("img", "h", "b", *_mask_chunks("h.changeMask", "__cm", columns),
+                                     *_mask_chunks("h.columnMask", "__pm", columns))
     exprs = [f"img.`{c}` AS `{c}`" for c in columns] + [
         f"'{info['schema_id']}' AS header__schema_id",
         f"CAST({info['table_version']} AS BIGINT) AS header__table_version",
@@ -81,8 +89,8 @@ def from_avro_twice(spark: SparkSession, ds: Dataset, info: dict, expand_masks: 
         "h.columnMask AS header__column_mask",
     ]
     if expand_masks:
-        exprs += [f"{_mask_names('h.changeMask', columns)} AS header__changed_columns",
-                  f"{_mask_names('h.columnMask', columns)} AS header__present_columns"]
+        exprs += [f"{_mask_names('h.changeMask', '__cm', columns)} AS header__changed_columns",
+                  f"{_mask_names('h.columnMask', '__pm', columns)} AS header__present_columns"]
     exprs.append("b AS header__before_image")
     return records.selectExpr(*exprs)
 
@@ -111,6 +119,16 @@ def contenders(spark: SparkSession, ds: Dataset, info: dict, schema) -> list[Con
         Contender("python_datasource", "Python Data Source + fastavro",
                   lambda: python_data_source(spark, ds, info, schema)),
         Contender("floor", 'floor: format("avro"), sum(length(value))', lambda: floor(spark, ds), is_floor=True),
+    ]
+
+
+def diagnostics(spark: SparkSession, ds: Dataset, info: dict) -> list[Contender]:
+    """Not compared with the others: the connector and from_avro without the expanded masks (the
+    `header__changed_columns` / `header__present_columns` arrays), to show what those cost."""
+    return [
+        Contender("connector_no_masks", 'connector, expandMasks=false', lambda: connector(spark, ds, expand_masks=False)),
+        Contender("from_avro_no_masks", "from_avro twice, no mask expansion",
+                  lambda: from_avro_twice(spark, ds, info, expand_masks=False)),
     ]
 
 

@@ -54,8 +54,11 @@ def markdown(r: dict) -> str:
            "**modified in the working tree** (see `git_uncommitted` in results.json)")
         + f"; jar sha256 `{env['connector_jar_sha256'][:16]}…`",
         f"- machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {m['os']}; load average "
-        f"{m['load_average_at_start']} at the start, {m.get('load_average_at_end')} at the end "
-        "(a shared machine: other jobs were running)",
+        f"{m['load_average_at_start']} at the start, {m.get('load_average_at_end')} at the end; 1-minute load "
+        "during the run (every 30 s, this benchmark included) "
+        + (f"min {m['load_1min_during_run']['min']}, median {m['load_1min_during_run']['median']}, "
+           f"max {m['load_1min_during_run']['max']}" if "load_1min_during_run" in m else "not sampled")
+        + ". The machine is shared: other jobs may have run.",
         f"- versions: {v['java']}; Python {v['python']}; pyspark {v['pyspark']}; spark-avro {v['spark_avro']}; "
         f"fastavro {v['fastavro']}; pyarrow {v['pyarrow']}; pandas {v['pandas']}",
         f"- SparkSession `{r['master']}`, driver memory 4g, session time zone UTC; one warm-up, then "
@@ -67,7 +70,7 @@ def markdown(r: dict) -> str:
         "order-independent checksum (sum of `xxhash64` over every column of every row) equal the "
         "connector's, checked before timing.",
         "",
-        "## Headline ratios (profile M)",
+        f"## Headline ratios (profile {r.get('headline', 'M')})",
         "",
         "| ratio | value | target | |",
         "|---|---:|---|---|",
@@ -76,6 +79,27 @@ def markdown(r: dict) -> str:
         lines.append(f"| {name} | {t['value']} | {t['target']} | {'met' if t['met'] else '**missed**'} |")
     lines += ["", "(ratio = contender time / connector time; for the floor, connector time / floor time)", ""]
 
+    avro_note = ("" if v["spark_avro"] == v["pyspark"] else
+                 f" spark-avro {v['spark_avro']} is used because spark-avro_2.13:{v['pyspark']} is not published "
+                 "on the Maven Central this machine reaches; it runs unchanged on Spark " + v["pyspark"] + ".")
+    lines += [
+        "## The contenders",
+        "",
+        "1. **connector**: `spark.read.format(\"replicate\")` with `schemaTopic`, `table` and `expandMasks=true`.",
+        "2. **from_avro twice**: `spark.read.format(\"avro\")`, `from_avro(value, envelope)`, a filter on "
+        "`type = 'DT'` and the schema id, `from_avro(message, data schema)`, then SQL for the output columns; the "
+        "masks are expanded with codegen-friendly SQL (60-bit chunks of the hex, one `IF` per column, "
+        "`array_except` to drop the rest). The session sets `spark.sql.codegen.hugeMethodLimit=8000` (Spark's advice "
+        "for HotSpot): without it this projection runs interpreted and about 2x slower. Spark pushes the filter below "
+        "the projection, so the envelope is decoded by the filter and again for `message` (about 5% on M)." + avro_note,
+        "3. **fastavro in mapInArrow**: `spark.read.format(\"avro\").select(\"value\").mapInArrow(f, schema)`; `f` "
+        "decodes each envelope and payload with `fastavro.schemaless_reader` (schemas parsed once per task, other "
+        "tables skipped before their payload), caches mask expansions, and builds each column as one Arrow array.",
+        "4. **Python Data Source**: a `pyspark.sql.datasource.DataSource`, one partition per file, reading with "
+        "`fastavro.reader` (a `value`-only reader schema) and yielding 10,000-row Arrow batches from the same decoder.",
+        "5. **floor**: `spark.read.format(\"avro\")` and `sum(length(value))`: reading the bytes, no decoding.",
+        "",
+    ]
     for name, p in r["profiles"].items():
         ops = ", ".join(f"{k} {_fmt_int(n)}" for k, n in sorted(p["operations"].items()))
         lines += [
@@ -93,12 +117,22 @@ def markdown(r: dict) -> str:
             ratio = c["median_s"] / connector
             lines.append(f"| {c['label']} | {c['median_s']:.3f} | {min(c['times_s']):.3f} | {max(c['times_s']):.3f} "
                          f"| {_fmt_int(c['rows_per_s'])} | {c['mb_per_s']} | {ratio:.2f} |")
+        for key in p.get("diagnostics", []):
+            c = p["contenders"][key]
+            lines.append(f"| *diagnostic: {c['label']}* | {c['median_s']:.3f} | {min(c['times_s']):.3f} "
+                         f"| {max(c['times_s']):.3f} | {_fmt_int(c['rows_per_s'])} | {c['mb_per_s']} "
+                         f"| {c['median_s'] / connector:.2f} |")
+        if p.get("diagnostics"):
+            lines += ["", "The diagnostic rows (timed in the same rounds, not part of the ratios) leave out "
+                      "`header__changed_columns` and `header__present_columns`; their two contenders agree with each "
+                      "other (count and checksum)."]
         lines.append("")
 
     if "scaling" in r:
         s = r["scaling"]
         lines += [
-            f"## Scaling (profile {s['profile']}, {_fmt_int(s['messages'])} messages, a fresh session per master)",
+            f"## Scaling (profile {s['profile']}, {_fmt_int(s['messages'])} messages; two fresh JVMs per master, "
+            "run in the order local[2], local[1], local[1], local[2]; medians of their timed runs)",
             "",
             "| | local[1] s | local[2] s | speed-up |",
             "|---|---:|---:|---:|",
@@ -111,7 +145,9 @@ def markdown(r: dict) -> str:
     if "memory" in r:
         mem = r["memory"]
         lines += [
-            "## Executor memory as the input grows (connector, profile M, fresh JVM with a 2 GiB heap)",
+            "## Executor memory as the input grows (connector, profile M, 8 files each time; a fresh JVM with a "
+            "2 GiB heap and a 64 MiB young generation, so that G1 collects, and samples the live heap, every 64 MB "
+            "allocated)",
             "",
             "| messages | input MB | largest file MB | read s | GCs during read | peak heap after GC, MB | heap after full GC, MB | JVM RSS peak, MB |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|",

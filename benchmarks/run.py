@@ -82,6 +82,11 @@ def make_session(master: str, avro_jar: str, java_options: str = "", driver_memo
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
+               # Spark's advice for HotSpot, which never JIT-compiles methods over 8000 bytes of
+               # bytecode: fall back from whole-stage codegen rather than run such a method
+               # interpreted. Without it from_avro's wide projection runs about 2x slower; the
+               # other contenders are unaffected.
+               .config("spark.sql.codegen.hugeMethodLimit", "8000")
                .config("spark.jars", avro_jar))
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
@@ -114,7 +119,7 @@ def measure(contenders, runs: int) -> dict[str, list[float]]:
 # --------------------------------------------------------------------------------------------
 
 
-def bench_profile(spark, ds, runs: int) -> dict:
+def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
     import contenders as C
     import pydecode
     import spark_replicate
@@ -148,17 +153,25 @@ def bench_profile(spark, ds, runs: int) -> dict:
             raise SystemExit(f"{c.key} disagrees with the connector: rows {result['rows']} vs "
                              f"{reference['rows']}, differing columns {differing}")
         log(f"    {c.key}: {result['rows']:,} rows, checksum {result['checksum']}")
+    extra = C.diagnostics(spark, ds, info) if with_diagnostics else []
+    if extra:
+        sums = [C.checksum(c.build()) for c in extra]
+        if (sums[0]["rows"], sums[0]["checksum"]) != (sums[1]["rows"], sums[1]["checksum"]):
+            raise SystemExit("the diagnostic contenders (no mask expansion) disagree")
+        for c, result in zip(extra, sums):
+            checks[c.key] = {"rows": result["rows"], "checksum": result["checksum"]}
+        log(f"    without masks: connector and from_avro agree ({sums[0]['rows']:,} rows, checksum {sums[0]['checksum']})")
     all_contenders[0].run()
     metrics = spark_replicate.last_read_metrics(spark)
     if metrics["rowsReturned"] != messages or metrics["messagesRead"] != messages:
         raise SystemExit(f"connector metrics disagree with the dataset: {metrics}")
 
     log(f"  timing ({runs} rounds after a warm-up) ...")
-    times = measure(all_contenders, runs)
+    times = measure(all_contenders + extra, runs)
     median = {k: statistics.median(v) for k, v in times.items()}
     connector = median["connector"]
-    ratios = {f"connector_vs_{k}": round(v / connector, 3) for k, v in median.items()
-              if k not in ("connector", "floor")}
+    ratios = {f"connector_vs_{k}": round(median[c.key] / connector, 3) for c in all_contenders
+              if (k := c.key) not in ("connector", "floor")}
     ratios["connector_vs_floor"] = round(connector / median["floor"], 3)
     return {
         "profile": ds.profile.name,
@@ -174,7 +187,8 @@ def bench_profile(spark, ds, runs: int) -> dict:
                                "median_s": round(median[c.key], 4),
                                "rows_per_s": round(messages / median[c.key]),
                                "mb_per_s": round(ds.data_bytes / median[c.key] / 1e6, 1)}
-                       for c in all_contenders},
+                       for c in all_contenders + extra},
+        "diagnostics": [c.key for c in extra],
         "ratios": ratios,
     }
 
@@ -205,7 +219,9 @@ def worker(spec: dict) -> None:
         result = {k: statistics.median(v) for k, v in times.items()} | {"times": times}
     elif spec["kind"] == "memory":
         gc_log = spec["gc_log"]
-        spark = make_session("local[2]", spec["avro_jar"], f"-Xlog:gc:file={gc_log}:uptime",
+        # A small young generation makes G1 collect every 64 MB allocated, so the live heap after
+        # GC is sampled often even on small inputs.
+        spark = make_session("local[2]", spec["avro_jar"], f"-Xmn64m -Xlog:gc:file={gc_log}:uptime",
                              driver_memory=spec["heap"])
         jvm = spark._jvm
         runtime = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
@@ -337,10 +353,11 @@ def environment(avro_jar: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_MESSAGES:,} messages for M")
-    parser.add_argument("--messages", type=int, help=f"messages of profile M (and S; W gets a quarter); "
+    parser.add_argument("--messages", type=int, help=f"messages of profile M (and S; W gets an eighth); "
                                                      f"default {DEFAULT_MESSAGES:,}")
     parser.add_argument("--profiles", default="M,S,W", help="comma-separated, M first is the headline")
-    parser.add_argument("--runs", type=int, default=5, help="timed rounds after the warm-up (median reported)")
+    parser.add_argument("--runs", type=int, help="timed rounds after the warm-up (median reported); "
+                                                 "default 5, 3 with --quick")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data-dir", default=str(BENCH_DIR / "data"))
     parser.add_argument("--out-dir", default=str(BENCH_DIR))
@@ -361,13 +378,26 @@ def main() -> None:
 
     args.avro_jar = spark_avro_jar(args.spark_avro_jar)
     m_messages = args.messages or (QUICK_MESSAGES if args.quick else DEFAULT_MESSAGES)
-    sizes = {"M": m_messages, "S": m_messages, "W": max(1, m_messages // 4)}
+    args.runs = args.runs or (3 if args.quick else 5)
+    # S has as many (smaller) messages as M; W's messages are 2.4x M's, so it gets an eighth of them.
+    sizes = {"M": m_messages, "S": m_messages, "W": max(1, m_messages // 8)}
     profiles = [p.strip().upper() for p in args.profiles.split(",") if p.strip()]
     data_dir = Path(args.data_dir)
     command = " ".join(["python", "benchmarks/run.py"] + sys.argv[1:])
     started = time.time()
     env = environment(args.avro_jar)
     log(f"spark-replicate benchmark at {env['git_commit'][:12]}; load average {env['machine']['load_average_at_start']}")
+
+    # The 1-minute load average every 30 s during the run: how busy the shared machine was.
+    import threading
+    load_samples: list[float] = []
+    stop_sampling = threading.Event()
+
+    def sample_load() -> None:
+        while not stop_sampling.is_set():
+            load_samples.append(round(os.getloadavg()[0], 2))
+            stop_sampling.wait(30)
+    threading.Thread(target=sample_load, daemon=True).start()
 
     datasets = {p: dataset(PROFILES[p], sizes[p], args.seed, data_dir, log) for p in profiles}
     results = {"command": os.environ.get("BENCH_COMMAND", command), "quick": args.quick, "runs": args.runs,
@@ -376,31 +406,39 @@ def main() -> None:
     spark = make_session("local[2]", args.avro_jar)
     for p in profiles:
         log(f"profile {p} ({PROFILES[p].description}, {sizes[p]:,} messages)")
-        results["profiles"][p] = bench_profile(spark, datasets[p], args.runs)
+        results["profiles"][p] = bench_profile(spark, datasets[p], args.runs, with_diagnostics=p == profiles[0])
     spark.stop()
 
     headline = "M" if "M" in profiles else profiles[0]
+    results["headline"] = headline
     results["ratios"] = results["profiles"][headline]["ratios"]
     ds = datasets[headline]
     worker_params = {"profile": headline, "seed": args.seed, "data_dir": str(data_dir)}
 
     if not args.skip_scaling:
         log(f"scaling: the connector (and the floor) on {headline} in local[1] and local[2] ...")
-        scaling = {}
-        for master in ("local[1]", "local[2]"):
-            scaling[master] = run_worker("scaling", args, master=master, runs=args.runs,
-                                         messages=sizes[headline], **worker_params)
+        # Two fresh JVMs per master, in the order 2, 1, 1, 2, so that a drift in the machine's
+        # load hits both alike; medians over all their timed runs.
+        runs = {"local[1]": {"connector": [], "floor": []}, "local[2]": {"connector": [], "floor": []}}
+        for master in ("local[2]", "local[1]", "local[1]", "local[2]"):
+            times = run_worker("scaling", args, master=master, runs=args.runs, messages=sizes[headline],
+                               **worker_params)["times"]
+            for key in ("connector", "floor"):
+                runs[master][key] += times[key]
+        median = {m: {k: statistics.median(v) for k, v in by.items()} for m, by in runs.items()}
         results["scaling"] = {
-            "profile": headline, "messages": sizes[headline],
-            "connector_s": {m: round(v["connector"], 3) for m, v in scaling.items()},
-            "floor_s": {m: round(v["floor"], 3) for m, v in scaling.items()},
-            "connector_speedup": round(scaling["local[1]"]["connector"] / scaling["local[2]"]["connector"], 3),
-            "floor_speedup": round(scaling["local[1]"]["floor"] / scaling["local[2]"]["floor"], 3),
+            "profile": headline, "messages": sizes[headline], "jvms_per_master": 2,
+            "connector_s": {m: round(v["connector"], 3) for m, v in median.items()},
+            "floor_s": {m: round(v["floor"], 3) for m, v in median.items()},
+            "connector_speedup": round(median["local[1]"]["connector"] / median["local[2]"]["connector"], 3),
+            "floor_speedup": round(median["local[1]"]["floor"] / median["local[2]"]["floor"], 3),
+            "times_s": runs,
         }
         log(f"  connector speed-up {results['scaling']['connector_speedup']}, floor {results['scaling']['floor_speedup']}")
 
     if not args.skip_memory:
-        log(f"memory: the connector's live heap on {headline} as the input grows (fresh JVM, 2 GiB heap, 8 files each) ...")
+        log(f"memory: the connector's live heap on {headline} as the input grows (fresh JVM, 2 GiB heap, "
+            "64 MiB young generation, 8 files each) ...")
         points = []
         for fraction in (4, 2, 1):
             n = max(1, sizes[headline] // fraction)
@@ -429,7 +467,11 @@ def main() -> None:
         results["jfr"] = str(jfr)
         log(f"  JFR recording: {jfr} (jfr print --events jdk.ExecutionSample {jfr})")
 
+    stop_sampling.set()
     results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["environment"]["machine"]["load_1min_during_run"] = {
+        "samples": len(load_samples), "min": min(load_samples), "median": statistics.median(load_samples),
+        "max": max(load_samples)}
     results["elapsed_s"] = round(time.time() - started)
     results["targets"] = report.targets(results, TARGETS)
     out = Path(args.out_dir)

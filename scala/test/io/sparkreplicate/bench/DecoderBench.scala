@@ -1,0 +1,287 @@
+package io.sparkreplicate.bench
+
+import java.lang.management.ManagementFactory
+import java.math.BigInteger
+import java.nio.ByteBuffer
+import java.nio.charset.StandardCharsets
+import java.nio.file.{Files, Paths}
+import java.time.{LocalDateTime, ZoneOffset}
+import java.time.format.DateTimeFormatter
+import java.time.temporal.ChronoUnit
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.apache.avro.Schema
+import org.apache.avro.generic.{GenericDatumReader, GenericRecord}
+import org.apache.avro.io.{BinaryDecoder, DecoderFactory}
+import org.apache.avro.util.Utf8
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection}
+import org.apache.spark.sql.catalyst.util.GenericArrayData
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.sparkreplicate.{Framing, ReplicateOptions}
+import io.sparkreplicate.catalyst.{ChangeRowDecoder, MetadataScanner, OutputColumns => C, Outcome, ReadSpec, TableLayout}
+import io.sparkreplicate.codec.{SchemaRegistry, TableVersion}
+import io.sparkreplicate.files.{FileSplit, MessageSource}
+
+/**
+ * Micro-benchmark of the decoder alone, on one thread, with no Spark job: the connector's
+ * [[ChangeRowDecoder]] (one reused row, converters built once per schema) against Avro's
+ * `GenericDatumReader` followed by a generic converter that matches on each value's type, as
+ * code without a per-schema plan does. Both turn every landed message of a generated dataset
+ * (held in memory, as the container reader holds a block) into the same output row; the rows
+ * are checked equal (as UnsafeRows) before anything is timed. Allocation is measured with
+ * `com.sun.management.ThreadMXBean.getThreadAllocatedBytes`.
+ *
+ * Not a test suite: `make bench` runs it as
+ * `bin/sbt "Test/runMain io.sparkreplicate.bench.DecoderBench <dataset> <SCHEMA.TABLE> <messages> <seconds> <out.json>"`.
+ */
+object DecoderBench {
+
+  final case class Result(key: String, label: String, nsPerMessage: Double, bytesPerMessage: Double, passes: Int)
+
+  def main(args: Array[String]): Unit = {
+    val Array(root, table, messageArg, secondsArg, out) = args
+    val seconds = secondsArg.toDouble
+    val warmup = math.max(1.0, seconds / 2)
+    val conf = new Configuration()
+    val options = ReplicateOptions.parse(Map("path" -> s"$root/bench", "schemaTopic" -> s"$root/_schema", "table" -> table))
+    val spec = readSpec(root, options, conf)
+    val messages = Messages.load(s"$root/bench", conf, options, messageArg.toInt)
+    println(s"DecoderBench: ${messages.count} messages of $table (${messages.totalBytes / messages.count} bytes on average)")
+
+    val connector = new ChangeRowDecoder(spec)
+    val generic = new GenericDecoder(spec)
+    val toUnsafe = UnsafeProjection.create(spec.required)
+    val toUnsafe2 = UnsafeProjection.create(spec.required)
+
+    // Same rows, or nothing is timed.
+    var i = 0
+    while (i < messages.count) {
+      val outcome = connector.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
+      val row = generic.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
+      require(outcome == Outcome.Row && row != null, s"message $i was not decoded into a row")
+      val a = toUnsafe(connector.out.row)
+      val b = toUnsafe2(row)
+      require(a == b, s"message $i: the decoders disagree:\n${connector.out.row}\n$row")
+      i += 1
+    }
+    println(s"DecoderBench: both decoders return the same ${messages.count} rows")
+
+    var sink = 0L
+    def consume(row: InternalRow): Unit = sink += row.numFields + (if (row.isNullAt(0)) 0 else row.getLong(0))
+    val cases = Seq[(String, String, Int => Unit)](
+      ("connector", "connector: ChangeRowDecoder (one reused row)", j => {
+        connector.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(connector.out.row)
+      }),
+      ("generic", "Avro GenericDatumReader + generic converter", j => {
+        consume(generic.decode(messages.bytes, messages.offsets(j), messages.lengths(j)))
+      }),
+      ("connector_unsafe", "connector, then Spark's copy into an UnsafeRow", j => {
+        connector.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(toUnsafe(connector.out.row))
+      }),
+      ("generic_unsafe", "generic, then Spark's copy into an UnsafeRow", j => {
+        consume(toUnsafe(generic.decode(messages.bytes, messages.offsets(j), messages.lengths(j))))
+      }))
+    val results = cases.map { case (key, label, one) =>
+      val r = measure(key, label, messages.count, one, warmup, seconds)
+      println(f"DecoderBench: ${r.label}%-50s ${r.nsPerMessage}%8.0f ns/message ${r.bytesPerMessage}%8.0f bytes/message")
+      r
+    }
+    val byKey = results.map(r => r.key -> r).toMap
+    val speedup = byKey("generic").nsPerMessage / byKey("connector").nsPerMessage
+    val allocation = byKey("generic").bytesPerMessage / math.max(1.0, byKey("connector").bytesPerMessage)
+    val summary = f"ChangeRowDecoder: ${byKey("connector").nsPerMessage}%.0f ns and ${byKey("connector").bytesPerMessage}%.0f " +
+      f"bytes per message; GenericDatumReader + generic converter: ${byKey("generic").nsPerMessage}%.0f ns and " +
+      f"${byKey("generic").bytesPerMessage}%.0f bytes: $speedup%.1fx faster, $allocation%.1fx less allocation"
+    println(s"DecoderBench: $summary (sink $sink)")
+    val json = new StringBuilder("{\n")
+    json ++= s"""  "messages": ${messages.count},\n  "avg_message_bytes": ${messages.totalBytes / messages.count},\n"""
+    json ++= s"""  "seconds_per_case": $seconds,\n  "warmup_seconds": $warmup,\n"""
+    json ++= s"""  "jvm": "${System.getProperty("java.vm.name")} ${System.getProperty("java.version")}",\n"""
+    json ++= s"""  "speedup": ${round(speedup)},\n  "allocation_ratio": ${round(allocation)},\n"""
+    json ++= s"""  "summary": "$summary",\n  "cases": [\n"""
+    json ++= results.map(r => s"""    {"key": "${r.key}", "label": "${r.label}", "ns_per_message": ${round(r.nsPerMessage)}, """ +
+      s""""bytes_per_message": ${round(r.bytesPerMessage)}, "passes": ${r.passes}}""").mkString(",\n")
+    json ++= "\n  ]\n}\n"
+    Files.write(Paths.get(out), json.toString.getBytes(StandardCharsets.UTF_8))
+  }
+
+  private def round(x: Double): Double = math.round(x * 10) / 10.0
+
+  /**
+   * Warm-up, then whole passes over the messages until `seconds` are up; ns/message is the median
+   * pass (the machine is shared), bytes/message the allocation over all measured passes.
+   */
+  private def measure(key: String, label: String, count: Int, one: Int => Unit, warmup: Double, seconds: Double): Result = {
+    val threads = ManagementFactory.getThreadMXBean.asInstanceOf[com.sun.management.ThreadMXBean]
+    val thread = Thread.currentThread.getId
+    def pass(): Unit = { var i = 0; while (i < count) { one(i); i += 1 } }
+    val warmupEnd = System.nanoTime + (warmup * 1e9).toLong
+    while (System.nanoTime < warmupEnd) pass()
+    val passes = mutable.ArrayBuffer.empty[Long]
+    val allocatedBefore = threads.getThreadAllocatedBytes(thread)
+    val end = System.nanoTime + (seconds * 1e9).toLong
+    while (System.nanoTime < end || passes.size < 3) {
+      val t0 = System.nanoTime
+      pass()
+      passes += System.nanoTime - t0
+    }
+    val allocated = threads.getThreadAllocatedBytes(thread) - allocatedBefore
+    val sorted = passes.sorted
+    Result(key, label, sorted(sorted.size / 2).toDouble / count, allocated.toDouble / (count.toLong * passes.size), passes.size)
+  }
+
+  private def readSpec(root: String, options: ReplicateOptions, conf: Configuration): ReadSpec = {
+    val schemaFiles = Files.list(Paths.get(root, "_schema")).iterator.asScala.toSeq.sortBy(_.toString)
+    val versions = schemaFiles.flatMap { p =>
+      val length = Files.size(p)
+      MetadataScanner.scan(FileSplit(p.toUri.toString, 0, length, length, Framing.Auto), conf, options, strict = true)
+    }
+    val registry = SchemaRegistry.build(versions, options.schemaTopic)
+    val table = registry.tables.keys.find(_.toString == options.table.get.toString).get
+    val layout = TableLayout.of(table, registry.tables(table))
+    ReadSpec(options, registry, layout, C.schema(layout, options))
+  }
+
+  /** The first `limit` landed messages of the data files, copied into one array. */
+  final class Messages(val bytes: Array[Byte], val offsets: Array[Int], val lengths: Array[Int], val count: Int) {
+    def totalBytes: Long = lengths.take(count).map(_.toLong).sum
+  }
+
+  object Messages {
+    def load(dir: String, conf: Configuration, options: ReplicateOptions, limit: Int): Messages = {
+      val files = Files.list(Paths.get(dir)).iterator.asScala.filter(_.toString.endsWith(".avro")).toSeq.sortBy(_.toString)
+      val buffer = new java.io.ByteArrayOutputStream()
+      val offsets = mutable.ArrayBuffer.empty[Int]
+      val lengths = mutable.ArrayBuffer.empty[Int]
+      for (p <- files if offsets.size < limit) {
+        val length = Files.size(p)
+        val source = MessageSource.open(FileSplit(p.toUri.toString, 0, length, length, Framing.Auto), conf,
+          options.valueField, options.limits)
+        try {
+          while (offsets.size < limit && source.next()) {
+            offsets += buffer.size
+            lengths += source.length
+            buffer.write(source.bytes, source.offset, source.length)
+          }
+        } finally source.close()
+      }
+      new Messages(buffer.toByteArray, offsets.toArray, lengths.toArray, offsets.size)
+    }
+  }
+
+  val EnvelopeSchemaJson: String =
+    """{"type":"record","name":"MessageEnvelope","fields":[
+      |{"name":"magic","type":{"type":"fixed","name":"Magic","size":5}},
+      |{"name":"type","type":"string"},
+      |{"name":"headers","type":["null",{"type":"map","values":"string"}]},
+      |{"name":"messageSchemaId","type":["null","string"]},
+      |{"name":"messageSchema","type":["null","string"]},
+      |{"name":"message","type":"bytes"}]}""".stripMargin
+}
+
+/**
+ * The usual generic path: Avro's GenericDatumReader (reusing its record and decoder) for the
+ * envelope and the payload, then a converter that inspects every value to build Spark's row.
+ */
+final class GenericDecoder(spec: ReadSpec) {
+  private val envelopeReader = new GenericDatumReader[GenericRecord](new Schema.Parser().parse(DecoderBench.EnvelopeSchemaJson))
+  private val readers = mutable.HashMap.empty[String, GenericDatumReader[GenericRecord]]
+  private var decoder: BinaryDecoder = _
+  private var envelope: GenericRecord = _
+  private var record: GenericRecord = _
+  private val fields = spec.required.fields
+  private val columnNames = mutable.HashMap.empty[String, IndexedSeq[String]]
+  private val timestampFormat = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss[.SSSSSS]")
+
+  /** The output row, or null for a message of another table or a metadata message. */
+  def decode(bytes: Array[Byte], offset: Int, length: Int): InternalRow = {
+    decoder = DecoderFactory.get.binaryDecoder(bytes, offset, length, decoder)
+    envelope = envelopeReader.read(envelope, decoder)
+    if (envelope.get("type").toString != "DT") return null
+    val schemaId = envelope.get("messageSchemaId").toString
+    val version = spec.registry.get(schemaId).get
+    if (version.table != spec.layout.table) return null
+    val reader = readers.getOrElseUpdate(schemaId, new GenericDatumReader[GenericRecord](version.dataSchema))
+    val message = envelope.get("message").asInstanceOf[ByteBuffer]
+    decoder = DecoderFactory.get.binaryDecoder(message.array, message.arrayOffset + message.position, message.remaining, decoder)
+    record = reader.read(record, decoder)
+    toRow(record, version)
+  }
+
+  private def toRow(r: GenericRecord, version: TableVersion): InternalRow = {
+    val data = r.get("data").asInstanceOf[GenericRecord]
+    val before = r.get("beforeData").asInstanceOf[GenericRecord]
+    val image = if (data != null) data else before
+    val headers = r.get("headers").asInstanceOf[GenericRecord]
+    val names = columnNames.getOrElseUpdate(version.schemaId, version.columns.map(_.name))
+    val values = new Array[Any](fields.length)
+    var i = 0
+    while (i < fields.length) {
+      val f = fields(i)
+      values(i) = f.name match {
+        case C.SchemaId => UTF8String.fromString(version.schemaId)
+        case C.TableVersion => version.tableVersion
+        case C.Operation => convert(headers.get("operation"), StringType)
+        case C.ChangeSeq => emptyAsNull(headers.get("changeSequence"))
+        case C.Timestamp => timestamp(headers.get("timestamp"))
+        case C.StreamPosition => emptyAsNull(headers.get("streamPosition"))
+        case C.TransactionId => emptyAsNull(headers.get("transactionId"))
+        case C.TransactionEventCounter => field(headers, "transactionEventCounter", LongType)
+        case C.TransactionLastEvent => field(headers, "transactionLastEvent", BooleanType)
+        case C.ExternalSchemaId => emptyAsNull(field(headers, "externalSchemaId", StringType))
+        case C.ChangeMask => convert(headers.get("changeMask"), BinaryType)
+        case C.ColumnMask => convert(headers.get("columnMask"), BinaryType)
+        case C.ChangedColumns => expand(headers.get("changeMask"), names)
+        case C.PresentColumns => expand(headers.get("columnMask"), names)
+        case C.BeforeImage => convert(before, f.dataType)
+        case column => field(image, column, f.dataType)
+      }
+      i += 1
+    }
+    new GenericInternalRow(values)
+  }
+
+  private def field(r: GenericRecord, name: String, t: DataType): Any =
+    if (r == null || !r.hasField(name)) null else convert(r.get(name), t)
+
+  private def convert(value: Any, t: DataType): Any = (value, t) match {
+    case (null, _) => null
+    case (s: Utf8, StringType) => UTF8String.fromBytes(java.util.Arrays.copyOf(s.getBytes, s.getByteLength))
+    case (s: CharSequence, StringType) => UTF8String.fromString(s.toString)
+    case (e: org.apache.avro.generic.GenericEnumSymbol[_], StringType) => UTF8String.fromString(e.toString)
+    case (i: java.lang.Integer, IntegerType) => i
+    case (i: java.lang.Integer, LongType) => i.longValue
+    case (l: java.lang.Long, LongType) => l
+    case (b: java.lang.Boolean, BooleanType) => b
+    case (f: java.lang.Float, FloatType) => f
+    case (d: java.lang.Double, DoubleType) => d
+    case (b: ByteBuffer, BinaryType) =>
+      java.util.Arrays.copyOfRange(b.array, b.arrayOffset + b.position, b.arrayOffset + b.limit)
+    case (r: GenericRecord, s: StructType) => new GenericInternalRow(s.fields.map(f => field(r, f.name, f.dataType)))
+    case (v, _) => throw new IllegalArgumentException(s"no conversion of ${v.getClass} to $t")
+  }
+
+  private def emptyAsNull(value: Any): Any = convert(value, StringType) match {
+    case s: UTF8String if s.numBytes == 0 => null
+    case other => other
+  }
+
+  private def timestamp(value: Any): Any = if (value == null || value.toString.isEmpty) null else {
+    val local = LocalDateTime.parse(value.toString, timestampFormat)
+    ChronoUnit.MICROS.between(java.time.Instant.EPOCH, local.toInstant(ZoneOffset.UTC))
+  }
+
+  private def expand(mask: Any, names: IndexedSeq[String]): Any = mask match {
+    case null => null
+    case b: ByteBuffer =>
+      val bytes = java.util.Arrays.copyOfRange(b.array, b.arrayOffset + b.position, b.arrayOffset + b.limit)
+      val bits = new BigInteger(1, bytes)
+      new GenericArrayData(names.indices.filter(bits.testBit).map(i => UTF8String.fromString(names(i))).toArray[Any])
+  }
+}
