@@ -21,18 +21,8 @@ from typing import Iterable, Iterator
 import fastavro
 import pyarrow as pa
 
-ENVELOPE_SCHEMA = {
-    "type": "record",
-    "name": "MessageEnvelope",
-    "fields": [
-        {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 5}},
-        {"name": "type", "type": "string"},
-        {"name": "headers", "type": ["null", {"type": "map", "values": "string"}]},
-        {"name": "messageSchemaId", "type": ["null", "string"]},
-        {"name": "messageSchema", "type": ["null", "string"]},
-        {"name": "message", "type": "bytes"},
-    ],
-}
+from spark_replicate.generate import ENVELOPE_SCHEMA
+
 # Reading only `value` from the Kafka-style container records: fastavro skips the other fields.
 VALUE_ONLY = {"type": "record", "name": "KafkaRecord", "fields": [{"name": "value", "type": "bytes"}]}
 BATCH_ROWS = 10_000

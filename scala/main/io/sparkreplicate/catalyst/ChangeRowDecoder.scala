@@ -36,10 +36,10 @@ final class ChangeRowDecoder(spec: ReadSpec) {
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
     val envelope = Envelope.decode(decoder, bytes, offset, length)
     if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
-    val knownVersion = if (envelope.schemaId == null) None else spec.registry.get(envelope.schemaId)
-    // Another table's message is filtered on its id alone, before any embedded schema is parsed.
-    if (knownVersion.exists(_.table != spec.layout.table)) return Outcome.Filtered
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
+      val knownVersion = if (envelope.schemaId == null) None else spec.registry.get(envelope.schemaId)
+      // Another table's message is filtered on its id alone, before its embedded schema is parsed.
+      if (knownVersion.exists(_.table != spec.layout.table)) return Outcome.Filtered
       val limits = spec.options.limits
       val writer = AvroSchemas.parseEmbedded(envelope.messageSchema, limits.maxEmbeddedSchemaBytes, limits.maxSchemaDepth)
       val known = byEmbeddedSchema.get(writer)

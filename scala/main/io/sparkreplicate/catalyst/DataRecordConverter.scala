@@ -38,12 +38,16 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private val columnNames = version.columns.map(c => UTF8String.fromString(c.name)).toArray
   private val columnCount = version.columns.size
 
-  private val slot = Map(Seq(C.SchemaId, C.TableVersion, C.Operation, C.ChangeSeq, C.Timestamp, C.StreamPosition,
-    C.TransactionId, C.TransactionEventCounter, C.TransactionLastEvent, C.ExternalSchemaId, C.ChangeMask,
-    C.ColumnMask, C.ChangedColumns, C.PresentColumns).map(n => n -> out.slot(n)): _*)
+  // Output slots of the columns set after the steps, resolved once (-1: not selected).
+  private val schemaIdSlot = out.slot(C.SchemaId)
+  private val tableVersionSlot = out.slot(C.TableVersion)
+  private val changeMaskSlot = out.slot(C.ChangeMask)
+  private val columnMaskSlot = out.slot(C.ColumnMask)
+  private val changedColumnsSlot = out.slot(C.ChangedColumns)
+  private val presentColumnsSlot = out.slot(C.PresentColumns)
   private val wantBefore = out.beforeSlot >= 0
 
-  private val headers = new HeaderWriters(row, slot,
+  private val headers = new HeaderWriters(row, out.slot,
     setChangeMask = mask => changeMask = mask, setColumnMask = mask => columnMask = mask)
   private val (steps, alwaysNull) = build()
 
@@ -73,27 +77,23 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
         row.update(out.beforeSlot, out.before)
       }
     }
-    setIfWanted(C.SchemaId)(row.update(_, schemaIdValue))
-    setIfWanted(C.TableVersion)(row.setLong(_, version.tableVersion))
-    writeMask(changeMask, C.ChangeMask, C.ChangedColumns)
-    writeMask(columnMask, C.ColumnMask, C.PresentColumns)
+    if (schemaIdSlot >= 0) row.update(schemaIdSlot, schemaIdValue)
+    if (tableVersionSlot >= 0) row.setLong(tableVersionSlot, version.tableVersion)
+    writeMask(changeMask, changeMaskSlot, changedColumnsSlot)
+    writeMask(columnMask, columnMaskSlot, presentColumnsSlot)
   }
 
   /**
    * Masks are validated whatever the query selects, so that whether a message is malformed does
    * not depend on the projection: a bit beyond the last column means a wrong schema.
    */
-  private def writeMask(mask: Array[Byte], rawColumn: String, namesColumn: String): Unit = {
+  private def writeMask(mask: Array[Byte], rawSlot: Int, namesSlot: Int): Unit = {
     if (mask != null) ChangeMask.validate(mask, columnCount)
-    setIfWanted(rawColumn)(o => if (mask == null) row.setNullAt(o) else row.update(o, mask))
-    setIfWanted(namesColumn)(o =>
-      if (mask == null) row.setNullAt(o)
-      else row.update(o, new GenericArrayData(ChangeMask.ordinals(mask, columnCount).map(i => columnNames(i - 1): Any))))
-  }
-
-  @inline private def setIfWanted(column: String)(set: Int => Unit): Unit = {
-    val o = slot(column)
-    if (o >= 0) set(o)
+    if (rawSlot >= 0) { if (mask == null) row.setNullAt(rawSlot) else row.update(rawSlot, mask) }
+    if (namesSlot >= 0) {
+      if (mask == null) row.setNullAt(namesSlot)
+      else row.update(namesSlot, new GenericArrayData(ChangeMask.ordinals(mask, columnCount).map(i => columnNames(i - 1): Any)))
+    }
   }
 
   private def build(): (Array[Step], Array[Int]) = {
@@ -116,8 +116,8 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     }.toArray
     if (!writer.getFields.asScala.exists(_.name == "data")) throw new ReplicateException(
       ErrorId.BadMetadata, s"data schema of ${version.table} (schema id ${version.schemaId}) has no `data` field")
-    val fixed = Set(C.SchemaId, C.TableVersion, C.ChangeMask, C.ColumnMask, C.ChangedColumns, C.PresentColumns).map(slot)
-    val headerAndColumnSlots = (out.columnSlots ++ OutputColumns.headers.map(h => slot(h.name))).filter(_ >= 0).toSet
+    val fixed = Set(schemaIdSlot, tableVersionSlot, changeMaskSlot, columnMaskSlot, changedColumnsSlot, presentColumnsSlot)
+    val headerAndColumnSlots = (out.columnSlots ++ OutputColumns.headers.map(h => out.slot(h.name))).filter(_ >= 0).toSet
     val alwaysNull = (headerAndColumnSlots -- written -- fixed).toArray.sorted
     (steps, alwaysNull)
   }

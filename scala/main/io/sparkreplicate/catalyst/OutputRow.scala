@@ -35,8 +35,9 @@ final class OutputRow(val required: StructType, val layout: TableLayout, corrupt
   def beforeColumnsAsImage(): Unit = copyColumns(beforeColumns, row, columnSlots)
 
   /** Copies `beforeColumns` into the (maybe pruned) before-image struct. */
-  def beforeColumnsAsStruct(): Unit =
-    copyColumns(beforeColumns, before, layout.columns.map(c => beforeType.fieldNames.indexOf(c.name)).toArray)
+  def beforeColumnsAsStruct(): Unit = copyColumns(beforeColumns, before, beforeStructSlots)
+
+  private val beforeStructSlots = layout.columns.map(c => beforeType.fieldNames.indexOf(c.name)).toArray
 
   private def copyColumns(from: SpecificInternalRow, to: SpecificInternalRow, slots: Array[Int]): Unit = {
     var i = 0

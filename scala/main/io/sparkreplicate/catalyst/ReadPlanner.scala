@@ -34,7 +34,8 @@ object ReadPlanner {
     } else {
       SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
     }
-    ReadPlan(options, files, registry, TableLayout.of(selectTable(options, registry), versionsOf(options, registry)))
+    val table = selectTable(options, registry)
+    ReadPlan(options, files, registry, TableLayout.of(table, registry.tables(table)))
   }
 
   def wholeFileSplits(files: Seq[FileStatus], framing: Framing): Seq[FileSplit] =
@@ -81,7 +82,4 @@ object ReadPlanner {
       }
     }
   }
-
-  private def versionsOf(options: ReplicateOptions, registry: SchemaRegistry): Seq[TableVersion] =
-    registry.tables(selectTable(options, registry))
 }

@@ -100,7 +100,7 @@ final class AvroContainerSource(split: FileSplit, conf: Configuration, valueFiel
     while (position < end && position + SyncSize <= fileLength) {
       val wanted = math.min(chunk.length.toLong, fileLength - position).toInt
       if (in.getPos != position) in.seek(position)
-      val n = ContainerHeader.readUpTo(in, chunk, wanted)
+      val n = MessageSource.readUpTo(in, chunk, wanted)
       var i = 0
       while (i + SyncSize <= n) {
         if (java.util.Arrays.equals(chunk, i, i + SyncSize, header.sync, 0, SyncSize)) return position + i

@@ -32,7 +32,7 @@ object ContainerHeader {
     while (true) {
       val bytes = new Array[Byte](size)
       in.seek(0L)
-      val read = readUpTo(in, bytes, size)
+      val read = MessageSource.readUpTo(in, bytes, size)
       try return parse(java.util.Arrays.copyOf(bytes, read), path)
       catch {
         case e: MalformedMessageException if e.errorId == ErrorId.Truncated && read == size && size < most =>
@@ -43,14 +43,6 @@ object ContainerHeader {
       }
     }
     throw new IllegalStateException("unreachable")
-  }
-
-  /** Reads up to `length` bytes, fewer only at the end of the stream. */
-  private[files] def readUpTo(in: java.io.InputStream, into: Array[Byte], length: Int): Int = {
-    var total = 0
-    var n = 0
-    while (total < length && { n = in.read(into, total, length - total); n > 0 }) total += n
-    total
   }
 
   private def parse(bytes: Array[Byte], path: String): ContainerHeader = {

@@ -55,7 +55,7 @@ object MessageSource {
   def sniff(path: Path, conf: Configuration): Framing = {
     val head = new Array[Byte](9)
     val in = path.getFileSystem(conf).open(path)
-    val read = try readUpTo(in, head) finally in.close()
+    val read = try readUpTo(in, head, head.length) finally in.close()
     if (read == 0) Framing.Auto
     else if (read >= 4 && head.take(4).sameElements(AvroMagic)) Framing.AvroContainer
     else if (Envelope.startsWithMagic(head, 0, read)) Framing.WholeMessage
@@ -65,10 +65,11 @@ object MessageSource {
       s"${head.take(read).map(b => f"${b & 0xff}%02x").mkString(" ")}); set the option `framing`")
   }
 
-  private def readUpTo(in: java.io.InputStream, buf: Array[Byte]): Int = {
+  /** Reads up to `length` bytes, fewer only at the end of the stream. */
+  private[files] def readUpTo(in: java.io.InputStream, buf: Array[Byte], length: Int): Int = {
     var total = 0
     var n = 0
-    while (total < buf.length && { n = in.read(buf, total, buf.length - total); n > 0 }) total += n
+    while (total < length && { n = in.read(buf, total, length - total); n > 0 }) total += n
     total
   }
 
