@@ -38,6 +38,7 @@ object ErrorId {
   case object BadMetadata extends ErrorId("REPLICATE_BAD_METADATA")
   case object ConflictingMetadata extends ErrorId("REPLICATE_CONFLICTING_METADATA")
   case object IncompatibleVersions extends ErrorId("REPLICATE_INCOMPATIBLE_VERSIONS")
+  case object SchemaEvolved extends ErrorId("REPLICATE_SCHEMA_EVOLVED")
   case object UnsupportedType extends ErrorId("REPLICATE_UNSUPPORTED_TYPE")
 }
 

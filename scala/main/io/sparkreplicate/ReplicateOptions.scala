@@ -1,9 +1,11 @@
 package io.sparkreplicate
 
+import java.time.{DateTimeException, ZoneId}
 import java.util.Locale
 
 import com.fasterxml.jackson.databind.ObjectMapper
 
+import io.sparkreplicate.catalyst.ColumnTyping
 import io.sparkreplicate.codec.TableName
 
 sealed abstract class ParseMode(val name: String) extends Serializable
@@ -23,6 +25,18 @@ object Framing {
   val all: Seq[Framing] = Seq(Auto, AvroContainer, LengthPrefixed, WholeMessage)
 }
 
+/** How the versions of a table become one schema. */
+sealed abstract class SchemaEvolution(val name: String) extends Serializable
+object SchemaEvolution {
+  /** All versions' columns: the latest version's in ordinal order, then dropped ones. */
+  case object Merge extends SchemaEvolution("merge")
+  /** The latest version's columns only. */
+  case object Latest extends SchemaEvolution("latest")
+  /** An error when more than one version is read. */
+  case object Fail extends SchemaEvolution("fail")
+  val all: Seq[SchemaEvolution] = Seq(Merge, Latest, Fail)
+}
+
 /**
  * Every reader option, parsed and validated once on the driver. Option names are
  * case-insensitive, as everywhere in Spark; a bad value fails with the option's name and the
@@ -37,11 +51,17 @@ final case class ReplicateOptions(
     framing: Framing,
     valueField: String,
     includeSource: Boolean,
+    sourceTypes: Boolean,
+    timeZone: ZoneId,
+    schemaEvolution: SchemaEvolution,
+    widenToString: Boolean,
     columnNameOfCorruptRecord: String,
     limits: DecodeLimits,
     ignoreCorruptFiles: Boolean,
     ignoreMissingFiles: Boolean,
-    redaction: Redaction)
+    redaction: Redaction) {
+  def typing: ColumnTyping = ColumnTyping(sourceTypes, timeZone, widenToString)
+}
 
 /**
  * Caps against hostile or broken input, checked before anything of that size is allocated.
@@ -64,6 +84,10 @@ object ReplicateOptions {
   val FramingOption = "framing"
   val ValueField = "valueField"
   val IncludeSource = "includeSource"
+  val SourceTypes = "sourceTypes"
+  val TimeZone = "timeZone"
+  val SchemaEvolutionOption = "schemaEvolution"
+  val WidenToString = "widenToString"
   val ColumnNameOfCorruptRecord = "columnNameOfCorruptRecord"
   val MaxMessageBytes = "maxMessageBytes"
   val MaxEmbeddedSchemaBytes = "maxEmbeddedSchemaBytes"
@@ -74,6 +98,7 @@ object ReplicateOptions {
   /** Session settings that options default to. */
   final case class SessionDefaults(
       columnNameOfCorruptRecord: String = "_corrupt_record",
+      timeZone: String = "UTC",
       ignoreCorruptFiles: Boolean = false,
       ignoreMissingFiles: Boolean = false,
       redactionRegex: String = Redaction.DefaultKeyRegex,
@@ -102,6 +127,11 @@ object ReplicateOptions {
         .getOrElse(Framing.Auto),
       valueField = get(ValueField).map(_.trim).filter(_.nonEmpty).getOrElse("value"),
       includeSource = get(IncludeSource).exists(boolean(IncludeSource, _)),
+      sourceTypes = get(SourceTypes).forall(boolean(SourceTypes, _)),
+      timeZone = zone(get(TimeZone).map(TimeZone -> _).getOrElse("spark.sql.session.timeZone" -> session.timeZone)),
+      schemaEvolution = get(SchemaEvolutionOption).map(oneOf(SchemaEvolutionOption, _, SchemaEvolution.all)(_.name))
+        .getOrElse(SchemaEvolution.Merge),
+      widenToString = get(WidenToString).exists(boolean(WidenToString, _)),
       columnNameOfCorruptRecord = get(ColumnNameOfCorruptRecord).getOrElse(session.columnNameOfCorruptRecord),
       limits = DecodeLimits(
         maxMessageBytes = get(MaxMessageBytes).map(byteSize(MaxMessageBytes, _))
@@ -127,6 +157,14 @@ object ReplicateOptions {
       if (bytes <= 0 || bytes > Int.MaxValue) invalid(name, value, "a size between 1 byte and 2g")
       bytes.toInt
     case _ => invalid(name, value, "a size such as 1048576, 512k or 16m")
+  }
+
+  /** A region (`Europe/Paris`), an offset (`+01:00`), `UTC`, or one of Java's short ids (`PST`). */
+  private def zone(setting: (String, String)): ZoneId = {
+    val (name, value) = setting
+    try ZoneId.of(value.trim, ZoneId.SHORT_IDS) catch {
+      case _: DateTimeException => invalid(name, value, "a time zone such as UTC, Europe/Paris or +01:00")
+    }
   }
 
   private def positiveInt(name: String, value: String): Int =

@@ -15,7 +15,7 @@ import org.apache.avro.generic.{GenericData, GenericDatumWriter, GenericRecord}
 import org.apache.avro.io.{Encoder, EncoderFactory}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.ArrayData
-import org.apache.spark.sql.types.{ArrayType, DataType, StructType}
+import org.apache.spark.sql.types.{ArrayType, DataType, DateType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.catalyst.{OutputColumns, ReadSpec, TableLayout}
@@ -330,13 +330,13 @@ object Fixtures {
   def readSpec(registry: SchemaRegistry, table: TableName, opts: ReplicateOptions = null,
       required: StructType => StructType = identity): ReadSpec = {
     val o = if (opts == null) options(table) else opts
-    val layout = TableLayout.of(table, registry.tables(table))
+    val layout = TableLayout.of(table, registry.tables(table), o)
     ReadSpec(o, registry, layout, required(OutputColumns.schema(layout, o)))
   }
 
   /**
    * A Catalyst row as plain Scala values, by column name: strings as String, arrays as Seq,
-   * structs as Map, binary as hex, dates as day numbers, timestamps as micros.
+   * structs as Map, binary as hex, dates as `yyyy-MM-dd`, timestamps as micros.
    */
   def rowValues(row: InternalRow, schema: StructType): Map[String, Any] =
     schema.fields.zipWithIndex.map { case (f, i) => f.name -> value(row, i, f.dataType) }.toMap
@@ -351,6 +351,7 @@ object Fixtures {
           case u: UTF8String => u.toString
           case other => other
         })
+      case DateType => LocalDate.ofEpochDay(row.getInt(i).toLong).toString
       case _ => row.get(i, t) match {
         case u: UTF8String => u.toString
         case b: Array[Byte] => hex(b)

@@ -7,17 +7,21 @@ import org.apache.spark.sql.types._
 import io.sparkreplicate.{ErrorId, ReplicateException}
 import io.sparkreplicate.codec.AvroSchemas
 
-/** The Spark type of a Replicate column from its Avro schema (`[null, T]` maps as `T`). */
+/**
+ * The Spark type of a Replicate column from its Avro schema (`[null, T]` maps as `T`). Spark 4.0
+ * has no TIME type: times become strings `HH:mm:ss.ffffff`, which sort and compare as times do.
+ * Decimals beyond Spark's 38 digits become their exact plain strings.
+ */
 object AvroTypes {
-  val MaxDecimalPrecision = 38
 
   def sparkType(schema: Schema, column: String): DataType = {
     val s = AvroSchemas.unwrapNullable(schema)
     (s.getType, s.getLogicalType) match {
       case (INT, _: LogicalTypes.Date) => DateType
       case (LONG, _: LogicalTypes.TimestampMicros | _: LogicalTypes.TimestampMillis) => TimestampType
-      case (BYTES | FIXED, d: LogicalTypes.Decimal) if d.getPrecision <= MaxDecimalPrecision =>
-        DecimalType(d.getPrecision, d.getScale)
+      case (INT, _: LogicalTypes.TimeMillis) | (LONG, _: LogicalTypes.TimeMicros) => StringType
+      case (BYTES | FIXED, d: LogicalTypes.Decimal) =>
+        if (d.getPrecision <= DecimalType.MAX_PRECISION) DecimalType(d.getPrecision, d.getScale) else StringType
       case (INT, _) => IntegerType
       case (LONG, _) => LongType
       case (FLOAT, _) => FloatType
@@ -29,18 +33,5 @@ object AvroTypes {
         s"column `$column` has the Avro type ${s.toString.take(200)}, which Replicate " +
           "does not produce for a column; only primitives, enums and `[null, T]` unions are read")
     }
-  }
-
-  /**
-   * The type that holds values of both `a` and `b` without loss, for columns whose type changed
-   * between table versions; None when there is none.
-   */
-  def widen(a: DataType, b: DataType): Option[DataType] = (a, b) match {
-    case _ if a == b => Some(a)
-    case (IntegerType, LongType) | (LongType, IntegerType) => Some(LongType)
-    case (FloatType, DoubleType) | (DoubleType, FloatType) => Some(DoubleType)
-    case (x: DecimalType, y: DecimalType) if x.scale == y.scale =>
-      Some(DecimalType(math.max(x.precision, y.precision), x.scale))
-    case _ => None
   }
 }

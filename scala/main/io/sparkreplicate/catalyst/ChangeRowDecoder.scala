@@ -84,7 +84,7 @@ final class ChangeRowDecoder(spec: ReadSpec) {
   }
 
   private def newConverter(writer: Schema, version: TableVersion) =
-    new DataRecordConverter(writer, version, out, spec.options.expandMasks)
+    new DataRecordConverter(writer, version, out, spec.options.typing)
 
   private def unknownSchemaId(schemaId: String) = new MalformedMessageException(ErrorId.UnknownSchemaId,
     (if (schemaId == null) "data message has neither a schema id nor an embedded schema of a known table"

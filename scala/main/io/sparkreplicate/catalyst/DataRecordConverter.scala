@@ -13,7 +13,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
 import io.sparkreplicate.catalyst.{OutputColumns => C}
 import io.sparkreplicate.catalyst.ValueWriters.Step
-import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, TableVersion}
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, ColumnInfo, TableVersion}
 
 /**
  * Decodes the data messages of one table version, written with one Avro schema, into an
@@ -22,7 +22,7 @@ import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, TableVersi
  * steps run. Fields are found by name, so newer Replicate headers and reordered fields work, and
  * fields the query did not select are skipped without being materialised.
  */
-final class DataRecordConverter(writer: Schema, version: TableVersion, out: OutputRow, expandMasks: Boolean) {
+final class DataRecordConverter(writer: Schema, version: TableVersion, out: OutputRow, typing: ColumnTyping) {
   private val row = out.row
   private val layout = out.layout
 
@@ -37,6 +37,11 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private val schemaIdValue = UTF8String.fromString(version.schemaId)
   private val columnNames = version.columns.map(c => UTF8String.fromString(c.name)).toArray
   private val columnCount = version.columns.size
+  private val columnInfoByName = version.columns.map(c => c.name -> c).toMap
+
+  /** A field the metadata does not list (an embedded schema may add one) is typed by Avro alone. */
+  private def columnInfo(name: String): ColumnInfo =
+    columnInfoByName.getOrElse(name, ColumnInfo(name, 0, "", 0, 0, 0, 0, nullable = true))
 
   // Output slots of the columns set after the steps, resolved once (-1: not selected).
   private val schemaIdSlot = out.slot(C.SchemaId)
@@ -140,7 +145,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
       s"`$what` of ${version.table} is not a record")
     val fieldSteps = record.getFields.asScala.map { f =>
       targetOf(f.name) match {
-        case Some((target, o, t)) => ValueWriters.column(f.schema, t, target, o, f.name)
+        case Some((target, o, t)) => ValueWriters.tableColumn(f.schema, columnInfo(f.name), typing, t, target, o)
         case None => AvroSkipper(f.schema)
       }
     }.toArray

@@ -35,7 +35,7 @@ object ReadPlanner {
       SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
     }
     val table = selectTable(options, registry)
-    ReadPlan(options, files, registry, TableLayout.of(table, registry.tables(table)))
+    ReadPlan(options, files, registry, TableLayout.of(table, registry.tables(table), options))
   }
 
   def wholeFileSplits(files: Seq[FileStatus], framing: Framing): Seq[FileSplit] =

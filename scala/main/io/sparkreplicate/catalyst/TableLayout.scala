@@ -4,13 +4,12 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.types.{DataType, StructField, StructType}
 
-import io.sparkreplicate.{ErrorId, ReplicateException}
-import io.sparkreplicate.codec.{TableName, TableVersion}
+import io.sparkreplicate.{ErrorId, ReplicateException, ReplicateOptions, SchemaEvolution}
+import io.sparkreplicate.codec.{AvroSchemas, TableName, TableVersion}
 
 /**
- * The columns of one table across all the versions being read: the latest version's columns in
- * ordinal order, then columns that later versions dropped, each typed to hold every version's
- * values. Rows of a version that lacks a column read it as null.
+ * The columns of one table across all the versions being read, each typed to hold every
+ * version's values. Rows of a version that lacks a column read it as null.
  */
 final case class TableLayout(table: TableName, columns: IndexedSeq[StructField]) {
   private val indexByName = columns.map(_.name).zipWithIndex.toMap
@@ -20,36 +19,50 @@ final case class TableLayout(table: TableName, columns: IndexedSeq[StructField])
 
 object TableLayout {
 
-  def of(table: TableName, versions: Seq[TableVersion]): TableLayout = {
+  /**
+   * Under `schemaEvolution` = merge: the latest version's columns in ordinal order, then columns
+   * that later versions dropped, newest drop first. Under `latest`: the latest version's columns
+   * only. Under `fail`: the one version, or an error naming them all.
+   */
+  def of(table: TableName, versions: Seq[TableVersion], options: ReplicateOptions): TableLayout = {
     val newestFirst = versions.sortBy(-_.tableVersion)
-    val typed = newestFirst.map(v => v -> columnTypes(v))
-    val order = typed.flatMap { case (_, cols) => cols.map(_._1) }.distinct
-    val columns = order.map { name =>
-      val seen = typed.flatMap { case (v, cols) => cols.find(_._1 == name).map(c => (v, c._2)) }
-      val merged = seen.tail.foldLeft(seen.head._2) { case (acc, (v, t)) =>
-        AvroTypes.widen(acc, t).getOrElse(throw new ReplicateException(ErrorId.IncompatibleVersions,
-          s"column `$name` of $table is ${t.simpleString} in version ${v.tableVersion} " +
-            s"(schema id ${v.schemaId}) but ${seen.head._2.simpleString} in version " +
-            s"${seen.head._1.tableVersion} (schema id ${seen.head._1.schemaId}); read the versions " +
-            "separately by pointing `schemaTopic` at one of them"))
-      }
-      StructField(name, merged, nullable = true)
-    }
-    TableLayout(table, columns.toIndexedSeq)
+    if (options.schemaEvolution == SchemaEvolution.Fail && versions.size > 1) throw new ReplicateException(
+      ErrorId.SchemaEvolved, s"$table has ${versions.size} versions in the metadata read " +
+        s"(${newestFirst.reverse.map(v => s"version ${v.tableVersion}: schema id ${v.schemaId}").mkString(", ")}) " +
+        "and `schemaEvolution` is `fail`; set it to `merge` to read all versions' columns, or to " +
+        "`latest` for the newest version's columns")
+    val typed = newestFirst.map(v => v -> columnTypes(v, options.typing))
+    val names = typed.flatMap { case (_, cols) => cols.map(_._1) }.distinct
+    val kept = if (options.schemaEvolution == SchemaEvolution.Latest) typed.head._2.map(_._1) else names
+    TableLayout(table, kept.map(name => StructField(name, merged(table, name, typed, options.typing.widenToString), nullable = true)).toIndexedSeq)
   }
 
-  /** Column name → Spark type, in ordinal order; the names come from the metadata message. */
-  private def columnTypes(version: TableVersion): Seq[(String, DataType)] = {
+  /** The one type that holds the column's values in every version that has it. */
+  private def merged(table: TableName, name: String, typed: Seq[(TableVersion, Seq[(String, DataType)])],
+      toString: Boolean): DataType = {
+    val seen = typed.flatMap { case (v, cols) => cols.find(_._1 == name).map(c => (v, c._2)) }
+    val (newest, newestType) = seen.head
+    seen.tail.foldLeft(newestType) { case (acc, (v, t)) =>
+      Widening.widen(acc, t, toString).getOrElse(throw new ReplicateException(ErrorId.IncompatibleVersions,
+        s"column `$name` of $table is ${t.simpleString} in version ${v.tableVersion} " +
+          s"(schema id ${v.schemaId}) but ${newestType.simpleString} in version " +
+          s"${newest.tableVersion} (schema id ${newest.schemaId}); set `widenToString` to read it " +
+          "as a string, or read the versions separately by pointing `schemaTopic` at one of them"))
+    }
+  }
+
+  /** Column name → Spark type in one version, in ordinal order; the names come from the metadata message. */
+  def columnTypes(version: TableVersion, typing: ColumnTyping): Seq[(String, DataType)] = {
     val data = version.dataSchema.getField("data")
     if (data == null) throw new ReplicateException(ErrorId.BadMetadata,
       s"the data schema of ${version.table} (schema id ${version.schemaId}) has no `data` field")
-    val record = io.sparkreplicate.codec.AvroSchemas.unwrapNullable(data.schema)
+    val record = AvroSchemas.unwrapNullable(data.schema)
     val avroFields = record.getFields.asScala.map(f => f.name -> f.schema).toMap
     version.columns.map { column =>
       val schema = avroFields.getOrElse(column.name, throw new ReplicateException(
         ErrorId.BadMetadata, s"column `${column.name}` of ${version.table} (schema id " +
           s"${version.schemaId}) is in `tableColumns` but not in the data schema"))
-      column.name -> AvroTypes.sparkType(schema, column.name)
+      column.name -> typing.sparkType(schema, column)
     }
   }
 }

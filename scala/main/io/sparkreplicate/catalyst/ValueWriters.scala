@@ -2,6 +2,7 @@ package io.sparkreplicate.catalyst
 
 import java.math.{BigDecimal => JBigDecimal, BigInteger}
 import java.nio.ByteBuffer
+import java.time.{ZoneId, ZoneOffset}
 
 import scala.jdk.CollectionConverters._
 
@@ -10,11 +11,24 @@ import org.apache.avro.Schema.Type._
 import org.apache.avro.io.Decoder
 import org.apache.avro.util.Utf8
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
-import io.sparkreplicate.codec.AvroSchemas
+import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, ColumnInfo, SourceText}
+
+/**
+ * What a value writer knows of its value beyond the Avro and Spark types: the column's name (for
+ * errors), its metadata source type and scale, and the zone of timestamps sent as text.
+ */
+private[catalyst] final case class ValueOrigin(name: String, sourceType: String, scale: Int, zone: ZoneId)
+
+private[catalyst] object ValueOrigin {
+  def header(name: String): ValueOrigin = ValueOrigin(name, "", 0, ZoneOffset.UTC)
+  def of(column: ColumnInfo, zone: ZoneId): ValueOrigin =
+    ValueOrigin(column.name, ColumnTyping.sourceType(column), column.scale, zone)
+}
 
 /**
  * Builds, once per (Avro writer schema, Spark type), the closure that decodes one value and
@@ -24,16 +38,37 @@ import io.sparkreplicate.codec.AvroSchemas
 private[catalyst] object ValueWriters {
   type Step = Decoder => Unit
 
+  /** A header field, typed by its Avro schema alone. */
   def column(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, name: String): Step =
-    if (writer.getType == UNION) nullable(writer, target, row, ordinal, name)
-    else value(writer, target, row, ordinal, name)
+    nullable(writer, row, ordinal, name)(value(AvroSchemas.unwrapNullable(writer), target, row, ordinal, ValueOrigin.header(name)))
 
-  private def nullable(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, name: String): Step = {
-    val branches = writer.getTypes.asScala
-    if (branches.size != 2 || !branches.exists(_.getType == NULL)) throw new ReplicateException(ErrorId.UnsupportedType,
-      s"column `$name` is the union ${writer.toString.take(200)}; only `[null, T]` is read")
-    nullableUnion(writer, name)(() => row.setNullAt(ordinal),
-      value(AvroSchemas.unwrapNullable(writer), target, row, ordinal, name))
+  /**
+   * A table column of one table version. Its values take the version's own type (see
+   * [[ColumnTyping]]); when the layout merged versions into a wider `target`, they are converted
+   * through a one-slot scratch row, which only columns that changed type between versions pay for.
+   */
+  def tableColumn(writer: Schema, column: ColumnInfo, typing: ColumnTyping, target: DataType,
+      row: InternalRow, ordinal: Int): Step = {
+    val natural = typing.sparkType(writer, column)
+    val origin = ValueOrigin.of(column, typing.timeZone)
+    val avro = AvroSchemas.unwrapNullable(writer)
+    nullable(writer, row, ordinal, column.name)(
+      if (natural == target) value(avro, target, row, ordinal, origin)
+      else {
+        val scratch = new SpecificInternalRow(Seq(natural))
+        val read = value(avro, natural, scratch, 0, origin)
+        val widen = Widening.converter(natural, target, typing, column.name)
+        in => { read(in); widen(scratch, row, ordinal) }
+      })
+  }
+
+  private def nullable(writer: Schema, row: InternalRow, ordinal: Int, name: String)(read: Step): Step = {
+    if (writer.getType == UNION) {
+      val branches = writer.getTypes.asScala
+      if (branches.size != 2 || !branches.exists(_.getType == NULL)) throw new ReplicateException(ErrorId.UnsupportedType,
+        s"column `$name` is the union ${writer.toString.take(200)}; only `[null, T]` is read")
+    }
+    nullableUnion(writer, name)(() => row.setNullAt(ordinal), read)
   }
 
   /**
@@ -53,10 +88,15 @@ private[catalyst] object ValueWriters {
       }
     }
 
-  private def value(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, name: String): Step =
+  private def value(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, o: ValueOrigin): Step = {
+    val name = o.name
     (writer.getType, writer.getLogicalType, target) match {
       case (INT, _, IntegerType | DateType) => in => row.setInt(ordinal, in.readInt())
       case (INT, _, LongType) => in => row.setLong(ordinal, in.readInt().toLong)
+      case (INT, _: LogicalTypes.TimeMillis, StringType) =>
+        in => row.update(ordinal, UTF8String.fromString(SourceText.formatTime(in.readInt() * 1000L, name)))
+      case (LONG, _: LogicalTypes.TimeMicros, StringType) =>
+        in => row.update(ordinal, UTF8String.fromString(SourceText.formatTime(in.readLong(), name)))
       case (LONG, _: LogicalTypes.TimestampMillis, TimestampType) =>
         in => row.setLong(ordinal, millisToMicros(in.readLong(), name))
       case (LONG, _, LongType | TimestampType) => in => row.setLong(ordinal, in.readLong())
@@ -64,40 +104,76 @@ private[catalyst] object ValueWriters {
       case (FLOAT, _, DoubleType) => in => row.setDouble(ordinal, in.readFloat().toDouble)
       case (DOUBLE, _, DoubleType) => in => row.setDouble(ordinal, in.readDouble())
       case (BOOLEAN, _, BooleanType) => in => row.setBoolean(ordinal, in.readBoolean())
-      case (STRING, _, StringType) =>
-        val utf8 = new Utf8()
-        in => {
-          val s = in.readString(utf8)
-          row.update(ordinal, validUtf8(s.getBytes, s.getByteLength, name))
-        }
+      case (STRING, _, _) => text(target, row, ordinal, o)
       case (ENUM, _, StringType) =>
         val symbols = writer.getEnumSymbols.asScala.map(UTF8String.fromString).toArray
         in => row.update(ordinal, symbols(enumIndex(in, symbols.length, name)))
-      case (BYTES, d: LogicalTypes.Decimal, t: DecimalType) =>
-        var buffer = ByteBuffer.allocate(16)
-        in => {
-          buffer = in.readBytes(buffer)
-          row.setDecimal(ordinal, decimal(buffer, d.getScale, t, name), t.precision)
-        }
-      case (FIXED, d: LogicalTypes.Decimal, t: DecimalType) =>
-        val bytes = new Array[Byte](writer.getFixedSize)
-        in => {
-          in.readFixed(bytes)
-          row.setDecimal(ordinal, decimal(ByteBuffer.wrap(bytes), d.getScale, t, name), t.precision)
-        }
-      case (BYTES, _, BinaryType) =>
-        var buffer = ByteBuffer.allocate(64)
-        in => {
-          buffer = in.readBytes(buffer)
-          row.update(ordinal, java.util.Arrays.copyOfRange(buffer.array(), buffer.position(), buffer.limit()))
-        }
-      case (FIXED, _, BinaryType) =>
-        val size = writer.getFixedSize
-        in => { val bytes = new Array[Byte](size); in.readFixed(bytes); row.update(ordinal, bytes) }
+      case (BYTES | FIXED, d: LogicalTypes.Decimal, _: DecimalType | StringType) =>
+        decimal(bytes(writer), d.getScale, target, row, ordinal, name)
+      // NUMERIC without the logical type: unscaled bytes at the metadata's scale (which may be negative).
+      case (BYTES | FIXED, null, _: DecimalType | StringType) if o.sourceType == "NUMERIC" || o.sourceType == "UINT8" =>
+        decimal(bytes(writer), o.scale, target, row, ordinal, name)
+      case (BYTES | FIXED, _, BinaryType) =>
+        val read = bytes(writer)
+        in => { val b = read(in); row.update(ordinal, java.util.Arrays.copyOfRange(b.array(), b.position(), b.limit())) }
       case _ => throw new ReplicateException(ErrorId.IncompatibleVersions,
         s"column `$name` arrives as Avro ${writer.toString.take(200)}, which cannot be " +
           s"read as ${target.simpleString}")
     }
+  }
+
+  /** A string, or the text form of a typed value (Replicate with logical data types off). */
+  private def text(target: DataType, row: InternalRow, ordinal: Int, o: ValueOrigin): Step = {
+    val name = o.name
+    def parsed(set: (Array[Byte], Int) => Unit): Step = {
+      val utf8 = new Utf8()
+      in => { val s = in.readString(utf8); set(s.getBytes, s.getByteLength) }
+    }
+    target match {
+      case StringType if o.sourceType == "TIME" => parsed((b, n) =>
+        row.update(ordinal, UTF8String.fromString(SourceText.formatTime(SourceText.parseTime(b, 0, n, name), name))))
+      case StringType if o.sourceType == "NUMERIC" => parsed((b, n) =>
+        row.update(ordinal, UTF8String.fromString(SourceText.parseDecimal(b, 0, n, o.scale, name).toPlainString)))
+      case StringType => parsed((b, n) => row.update(ordinal, validUtf8(b, n, name)))
+      case IntegerType => parsed((b, n) => row.setInt(ordinal, SourceText.parseInt(b, 0, n, name)))
+      case LongType => parsed((b, n) => row.setLong(ordinal, SourceText.parseLong(b, 0, n, name)))
+      case FloatType => parsed((b, n) => row.setFloat(ordinal, SourceText.parseFloat(b, 0, n, name)))
+      case DoubleType => parsed((b, n) => row.setDouble(ordinal, SourceText.parseDouble(b, 0, n, name)))
+      case BooleanType => parsed((b, n) => row.setBoolean(ordinal, SourceText.parseBoolean(b, 0, n, name)))
+      case DateType => parsed((b, n) => row.setInt(ordinal, SourceText.parseDate(b, 0, n, name)))
+      case BinaryType => parsed((b, n) => row.update(ordinal, SourceText.parseHex(b, 0, n, name)))
+      case t: DecimalType => parsed((b, n) =>
+        row.setDecimal(ordinal, fit(Decimal(SourceText.parseDecimal(b, 0, n, t.scale, name)), t, name), t.precision))
+      case TimestampType =>
+        val zone = new LocalTimestamps(o.zone)
+        parsed((b, n) => row.setLong(ordinal, zone.toUtcMicros(localTimestamp(b, n, name))))
+      case _ => throw new ReplicateException(ErrorId.IncompatibleVersions,
+        s"column `$name` arrives as an Avro string, which cannot be read as ${target.simpleString}")
+    }
+  }
+
+  /** Reads `bytes` or `fixed`; the buffer is reused, valid until the next read. */
+  private def bytes(writer: Schema): Decoder => ByteBuffer = writer.getType match {
+    case FIXED =>
+      val fixed = ByteBuffer.wrap(new Array[Byte](writer.getFixedSize))
+      in => { in.readFixed(fixed.array()); fixed }
+    case _ =>
+      var buffer = ByteBuffer.allocate(64)
+      in => { buffer = in.readBytes(buffer); buffer }
+  }
+
+  /** Avro decimals are two's-complement big-endian unscaled integers. */
+  private def decimal(read: Decoder => ByteBuffer, scale: Int, target: DataType, row: InternalRow,
+      ordinal: Int, name: String): Step = {
+    def value(in: Decoder): JBigDecimal = {
+      val b = read(in)
+      new JBigDecimal(new BigInteger(b.array(), b.arrayOffset() + b.position(), b.remaining()), scale)
+    }
+    target match {
+      case t: DecimalType => in => row.setDecimal(ordinal, fit(Decimal(value(in)), t, name), t.precision)
+      case _ => in => row.update(ordinal, UTF8String.fromString(value(in).toPlainString))
+    }
+  }
 
   /** Avro decoders do not check UTF-8; a string that is not valid UTF-8 is malformed, never replaced. */
   def validUtf8(bytes: Array[Byte], length: Int, name: String): UTF8String = {
@@ -120,12 +196,17 @@ private[catalyst] object ValueWriters {
         s"column `$name`: timestamp $millis ms is out of range")
     }
 
-  /** Avro decimals are two's-complement big-endian unscaled integers. */
-  private def decimal(bytes: ByteBuffer, scale: Int, target: DecimalType, name: String): Decimal = {
-    val unscaled = new BigInteger(bytes.array(), bytes.arrayOffset() + bytes.position(), bytes.remaining())
-    val value = Decimal(new JBigDecimal(unscaled, scale))
+  def fit(value: Decimal, target: DecimalType, name: String): Decimal = {
     if (!value.changePrecision(target.precision, target.scale)) throw new MalformedMessageException(
       ErrorId.BadValue, s"column `$name`: $value does not fit ${target.simpleString}")
     value
   }
+
+  /** A DATETIME sent as text: Replicate's `yyyy-MM-dd HH:mm:ss.ffffff`, without a zone. */
+  private def localTimestamp(b: Array[Byte], n: Int, name: String): Long =
+    try ChangeTimestamp.parseMicros(b, 0, n) catch {
+      case _: MalformedMessageException => throw new MalformedMessageException(ErrorId.BadValue,
+        s"column `$name`: `${new String(b, 0, math.min(n, 64), java.nio.charset.StandardCharsets.UTF_8)}` " +
+          "is not a timestamp yyyy-MM-dd HH:mm:ss[.ffffff]")
+    }
 }

@@ -18,6 +18,7 @@ private[v2] object ReplicatePlanning {
     val spark = SparkSession.active
     val parsed = ReplicateOptions.parse(options, ReplicateOptions.SessionDefaults(
       columnNameOfCorruptRecord = spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"),
+      timeZone = spark.conf.get("spark.sql.session.timeZone"),
       ignoreCorruptFiles = spark.conf.get("spark.sql.files.ignoreCorruptFiles", "false").toBoolean,
       ignoreMissingFiles = spark.conf.get("spark.sql.files.ignoreMissingFiles", "false").toBoolean,
       redactionRegex = spark.conf.get("spark.redaction.regex", Redaction.DefaultKeyRegex),

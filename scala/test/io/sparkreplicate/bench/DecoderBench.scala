@@ -144,7 +144,7 @@ object DecoderBench {
     }
     val registry = SchemaRegistry.build(versions, options.schemaTopic)
     val table = registry.tables.keys.find(_.toString == options.table.get.toString).get
-    val layout = TableLayout.of(table, registry.tables(table))
+    val layout = TableLayout.of(table, registry.tables(table), options)
     ReadSpec(options, registry, layout, C.schema(layout, options))
   }
 

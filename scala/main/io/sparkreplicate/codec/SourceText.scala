@@ -1,0 +1,158 @@
+package io.sparkreplicate.codec
+
+import java.math.{BigDecimal => JBigDecimal}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.time.{DateTimeException, LocalDate}
+
+import io.sparkreplicate.{ErrorId, MalformedMessageException}
+
+/**
+ * Parses the text forms Replicate sends when its "logical data types" are off: integers, decimals,
+ * dates `yyyy-MM-dd`, times `HH:mm:ss[.f]` and booleans, read straight from the decoder's bytes.
+ * A value that does not parse is a malformed message naming the column: never a silent null.
+ */
+object SourceText {
+  val MicrosPerDay: Long = 86_400_000_000L
+
+  def parseInt(buf: Array[Byte], offset: Int, length: Int, column: String): Int = {
+    val v = parseLong(buf, offset, length, column)
+    if (v < Int.MinValue || v > Int.MaxValue) fail(buf, offset, length, column, "a 32-bit integer")
+    v.toInt
+  }
+
+  /** An optional sign and 1 to 19 digits; overflow is malformed, not wrapped. */
+  def parseLong(buf: Array[Byte], offset: Int, length: Int, column: String): Long = {
+    val signed = length > 0 && (buf(offset) == '-' || buf(offset) == '+')
+    val start = if (signed) 1 else 0
+    if (length - start < 1 || length - start > 19) fail(buf, offset, length, column, "an integer")
+    val negative = signed && buf(offset) == '-'
+    // Accumulated negatively, so that Long.MinValue parses.
+    var v = 0L
+    var i = start
+    while (i < length) {
+      val d = buf(offset + i) - '0'
+      if (d < 0 || d > 9) fail(buf, offset, length, column, "an integer")
+      if (v < (Long.MinValue + d) / 10) fail(buf, offset, length, column, "a 64-bit integer")
+      v = v * 10 - d
+      i += 1
+    }
+    if (negative) v
+    else if (v == Long.MinValue) fail(buf, offset, length, column, "a 64-bit integer")
+    else -v
+  }
+
+  /**
+   * A decimal number held exactly at `scale`: more significant fraction digits than the scale
+   * would need rounding, so they make the value malformed. Exponents are accepted.
+   */
+  def parseDecimal(buf: Array[Byte], offset: Int, length: Int, scale: Int, column: String): JBigDecimal = {
+    val text = ascii(buf, offset, length)
+    if (!isDecimalText(text)) fail(buf, offset, length, column, "a decimal number")
+    try new JBigDecimal(text).setScale(scale) catch {
+      case _: ArithmeticException => fail(buf, offset, length, column, s"a decimal number with at most $scale fraction digits")
+    }
+  }
+
+  def parseDouble(buf: Array[Byte], offset: Int, length: Int, column: String): Double = {
+    val text = ascii(buf, offset, length)
+    // Java's parser also takes hex floats and `1f`/`1d` suffixes, which no database writes.
+    if (!isDecimalText(text) && text != "NaN" && text != "Infinity" && text != "-Infinity")
+      fail(buf, offset, length, column, "a floating-point number")
+    text.toDouble
+  }
+
+  def parseFloat(buf: Array[Byte], offset: Int, length: Int, column: String): Float = {
+    val d = parseDouble(buf, offset, length, column)
+    val f = d.toFloat
+    if (f.isInfinite && !d.isInfinite) fail(buf, offset, length, column, "a 32-bit floating-point number")
+    f
+  }
+
+  /** `true`/`false` in any case, or `1`/`0` as some sources send booleans. */
+  def parseBoolean(buf: Array[Byte], offset: Int, length: Int, column: String): Boolean =
+    ascii(buf, offset, length).toLowerCase(java.util.Locale.ROOT) match {
+      case "true" | "1" => true
+      case "false" | "0" => false
+      case _ => fail(buf, offset, length, column, "a boolean (true, false, 1 or 0)")
+    }
+
+  /** `yyyy-MM-dd`, proleptic Gregorian as Spark's DateType, to days since 1970-01-01. */
+  def parseDate(buf: Array[Byte], offset: Int, length: Int, column: String): Int = {
+    def bad = fail(buf, offset, length, column, "a date yyyy-MM-dd")
+    if (length != 10 || buf(offset + 4) != '-' || buf(offset + 7) != '-') bad
+    val year = digits(buf, offset, 4)
+    val month = digits(buf, offset + 5, 2)
+    val day = digits(buf, offset + 8, 2)
+    if (year < 0 || month < 0 || day < 0) bad
+    try LocalDate.of(year, month, day).toEpochDay.toInt catch { case _: DateTimeException => bad }
+  }
+
+  /** `HH:mm:ss` with 0 to 9 fraction digits (beyond microseconds truncated), to microseconds of the day. */
+  def parseTime(buf: Array[Byte], offset: Int, length: Int, column: String): Long = {
+    def bad = fail(buf, offset, length, column, "a time HH:mm:ss[.ffffff]")
+    if (length < 8 || buf(offset + 2) != ':' || buf(offset + 5) != ':') bad
+    val hour = digits(buf, offset, 2)
+    val minute = digits(buf, offset + 3, 2)
+    val second = digits(buf, offset + 6, 2)
+    if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) bad
+    var micros = 0L
+    if (length > 8) {
+      val fraction = length - 9
+      if (buf(offset + 8) != '.' || fraction < 1 || fraction > 9) bad
+      val value = digits(buf, offset + 9, fraction)
+      if (value < 0) bad
+      micros = if (fraction <= 6) value * pow10(6 - fraction) else value / pow10(fraction - 6)
+    }
+    (hour * 3600L + minute * 60L + second) * 1_000_000L + micros
+  }
+
+  /** `HH:mm:ss.ffffff`: the one form TIME values take whatever Replicate sent. */
+  def formatTime(microsOfDay: Long, column: String): String = {
+    if (microsOfDay < 0 || microsOfDay >= MicrosPerDay) throw new MalformedMessageException(ErrorId.BadValue,
+      s"column `$column`: time of day $microsOfDay µs is out of range")
+    val seconds = microsOfDay / 1_000_000L
+    f"${seconds / 3600}%02d:${seconds / 60 % 60}%02d:${seconds % 60}%02d.${microsOfDay % 1_000_000L}%06d"
+  }
+
+  /** Hexadecimal, as Replicate's text forms write binary. */
+  def parseHex(buf: Array[Byte], offset: Int, length: Int, column: String): Array[Byte] = {
+    if (length % 2 != 0) fail(buf, offset, length, column, "hexadecimal bytes")
+    val out = new Array[Byte](length / 2)
+    var i = 0
+    while (i < out.length) {
+      val hi = Character.digit(buf(offset + 2 * i), 16)
+      val lo = Character.digit(buf(offset + 2 * i + 1), 16)
+      if (hi < 0 || lo < 0) fail(buf, offset, length, column, "hexadecimal bytes")
+      out(i) = ((hi << 4) | lo).toByte
+      i += 1
+    }
+    out
+  }
+
+  /** Digits, sign, one point and an exponent: what `BigDecimal` and `toDouble` accept, minus the exotic forms. */
+  private def isDecimalText(text: String): Boolean =
+    text.nonEmpty && text.length <= 400 && text.exists(_.isDigit) &&
+      text.forall(c => (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')
+
+  /** The value of `n` ASCII digits, or -1 if any is not a digit. */
+  private def digits(buf: Array[Byte], at: Int, n: Int): Int = {
+    var v = 0
+    var i = 0
+    while (i < n) {
+      val d = buf(at + i) - '0'
+      if (d < 0 || d > 9) return -1
+      v = v * 10 + d
+      i += 1
+    }
+    v
+  }
+
+  private def pow10(n: Int): Long = { var r = 1L; var i = 0; while (i < n) { r *= 10; i += 1 }; r }
+
+  private def ascii(buf: Array[Byte], offset: Int, length: Int): String =
+    new String(buf, offset, math.min(length, 4096), UTF_8)
+
+  private def fail(buf: Array[Byte], offset: Int, length: Int, column: String, expected: String): Nothing =
+    throw new MalformedMessageException(ErrorId.BadValue,
+      s"column `$column`: `${new String(buf, offset, math.min(length, 64), UTF_8)}` is not $expected")
+}
