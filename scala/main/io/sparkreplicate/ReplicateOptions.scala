@@ -25,6 +25,16 @@ object Framing {
   val all: Seq[Framing] = Seq(Auto, AvroContainer, LengthPrefixed, WholeMessage)
 }
 
+/** The shape of the rows: one table's typed columns, or every table's rows as variants. */
+sealed abstract class Layout(val name: String) extends Serializable
+object Layout {
+  /** Flat when `table` is set or the metadata describes one table, generic otherwise. */
+  case object Auto extends Layout("auto")
+  case object Flat extends Layout("flat")
+  case object Generic extends Layout("generic")
+  val all: Seq[Layout] = Seq(Auto, Flat, Generic)
+}
+
 /** How the versions of a table become one schema. */
 sealed abstract class SchemaEvolution(val name: String) extends Serializable
 object SchemaEvolution {
@@ -46,6 +56,7 @@ final case class ReplicateOptions(
     paths: Seq[String],
     schemaTopic: Seq[String],
     table: Option[TableName],
+    layout: Layout,
     expandMasks: Boolean,
     mode: ParseMode,
     framing: Framing,
@@ -79,6 +90,7 @@ object DecodeLimits {
 object ReplicateOptions {
   val SchemaTopic = "schemaTopic"
   val Table = "table"
+  val LayoutOption = "layout"
   val ExpandMasks = "expandMasks"
   val Mode = "mode"
   val FramingOption = "framing"
@@ -121,6 +133,7 @@ object ReplicateOptions {
       table = get(Table).map(_.trim).filter(_.nonEmpty).map { value =>
         TableName.parse(value).getOrElse(invalid(Table, value, "SCHEMA.TABLE, e.g. HR.EMPLOYEES"))
       },
+      layout = get(LayoutOption).map(oneOf(LayoutOption, _, Layout.all)(_.name)).getOrElse(Layout.Auto),
       expandMasks = get(ExpandMasks).forall(boolean(ExpandMasks, _)),
       mode = get(Mode).map(oneOf(Mode, _, ParseMode.all)(_.name)).getOrElse(ParseMode.FailFast),
       framing = get(FramingOption).map(oneOf(FramingOption, _, Framing.all)(_.name))

@@ -6,7 +6,7 @@ import org.apache.spark.sql.types.{StructField, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkreplicate.Fixtures._
-import io.sparkreplicate.catalyst.{ChangeRowDecoder, OutputColumns => C, Outcome, ReadSpec}
+import io.sparkreplicate.catalyst.{ChangeRowDecoder, OutputColumns => C, Outcome, ReadSpec, TableLayout}
 import io.sparkreplicate.codec.ChangeMask
 
 class ChangeRowDecoderSuite extends AnyFunSuite {
@@ -305,7 +305,7 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
     val longColumns = salariesColumns.map(c => if (c.name == "salary") c.copy(avroType = "\"long\"", sourceType = "INT8") else c)
     val v2 = TableDef("A2A2A2A2A2A2A2A2A2A2A2A2A2A2A2A2", "employees", "salaries", 2, longColumns, dataSchemaJson(longColumns))
     val s = readSpec(registry(v1, v2), salaries.name)
-    assert(s.layout.struct("salary").dataType.simpleString == "bigint")
+    assert(s.layout.asInstanceOf[TableLayout].struct("salary").dataType.simpleString == "bigint")
     val dec = decoder(s)
     assert(row(dec, dataEnvelope(v1, salary(1, 100)))("salary") == 100L)
     assert(row(dec, dataEnvelope(v2, salary(2, 0) + ("salary" -> 5000000000L)))("salary") == 5000000000L)

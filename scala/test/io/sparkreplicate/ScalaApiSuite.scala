@@ -172,11 +172,40 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(salariesDf().filter("header__operation = 'UPDATE' and array_contains(header__changed_columns, 'salary')").count() == 2)
   }
 
-  test("without `table`, several tables are an error that lists them (TableRequired)") {
-    val e = replicateError(reader().load(path("data/hr")).schema)
+  test("layout=flat without `table` and several tables is an error that lists them (TableRequired)") {
+    val e = replicateError(reader("layout" -> "flat").load(path("data/hr")).schema)
     assert(e.errorId == ErrorId.TableRequired)
     assert(e.getMessage.contains("employees.departments") && e.getMessage.contains("employees.salaries"), e.getMessage)
     assert(e.getMessage.contains("`table`"))
+  }
+
+  test("without `table`, several tables are read in the generic layout: variant row images typed per table") {
+    val df = reader().load(path("data/hr"))
+    assert(df.schema.fieldNames.take(3).toSeq == Seq("header__schema_name", "header__table_name", "header__schema_id"))
+    assert(df.schema("data").dataType.simpleString == "variant")
+    assert(df.schema("header__before_image").dataType.simpleString == "variant")
+    val perTable = df.groupBy("header__table_name").count().collect().map(r => r.getString(0) -> r.getLong(1)).toMap
+    assert(perTable == changes.groupBy(_.table.table).map { case (t, cs) => t -> cs.size.toLong })
+    val d001 = df.where("header__table_name = 'departments' and header__operation = 'INSERT' and variant_get(data, '$.dept_no', 'string') = 'd001'")
+      .selectExpr("header__schema_name", "variant_get(data, '$.budget', 'decimal(12,2)')", "variant_get(data, '$.created', 'timestamp')",
+        "schema_of_variant(data)", "header__before_image is null", "header__present_columns")
+      .collect().toSeq
+    assert(d001.size == 1)
+    val r = d001.head
+    assert(r.getString(0) == "employees" && r.getDecimal(1) == new java.math.BigDecimal("1234.50"))
+    assert(r.getTimestamp(2).toInstant == Instant.parse("2001-02-03T04:05:06.000007Z"))
+    // Variant decimals keep the value, not the declared scale: 1234.50 is stored as 1234.5.
+    assert(r.getString(3).contains("budget: DECIMAL(5,1)") && r.getString(3).contains("created: TIMESTAMP"), r.getString(3))
+    assert(r.getBoolean(4) && r.get(5) == null)
+    // A DATE column sent as text is a date in the variant, and the before image is a variant too.
+    val update = df.where("header__table_name = 'salaries' and header__operation = 'UPDATE' and variant_get(data, '$.emp_no', 'int') = 10001")
+      .selectExpr("variant_get(data, '$.to_date', 'date')", "variant_get(header__before_image, '$.salary', 'int')", "schema_of_variant(variant_get(data, '$.to_date'))",
+        "header__changed_columns").collect().head
+    assert(update.getDate(0) == java.sql.Date.valueOf("9999-01-01") && update.getInt(1) == 60117)
+    assert(update.getString(2) == "DATE" && update.getSeq[String](3) == Seq("salary", "to_date"))
+    // `table` with layout=generic keeps the generic rows of that table only.
+    assert(reader("layout" -> "generic", "table" -> "employees.salaries").load(path("data/hr")).count() ==
+      changes.count(_.table == salaries))
   }
 
   test("a table no metadata announced is TableNotFound; a bad option value names the option") {

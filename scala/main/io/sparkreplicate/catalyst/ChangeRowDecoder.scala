@@ -28,9 +28,13 @@ object Outcome {
  * the Avro decoder and the row are reused for every message.
  */
 final class ChangeRowDecoder(spec: ReadSpec) {
-  val out = new OutputRow(spec.required, spec.layout, spec.options.columnNameOfCorruptRecord)
-  private val byId = new java.util.HashMap[String, DataRecordConverter]()
-  private val byEmbeddedSchema = new IdentityHashMap[Schema, DataRecordConverter]()
+  val out: ReaderRow = spec.layout match {
+    case table: TableLayout => new OutputRow(spec.required, table, spec.options.columnNameOfCorruptRecord)
+    case _: GenericLayout => new ReaderRow(spec.required, spec.options.columnNameOfCorruptRecord)
+  }
+  private val tables = spec.layout.tables.toSet
+  private val byId = new java.util.HashMap[String, MessageConverter]()
+  private val byEmbeddedSchema = new IdentityHashMap[Schema, MessageConverter]()
   private val decoder = new SliceDecoder
 
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
@@ -39,14 +43,14 @@ final class ChangeRowDecoder(spec: ReadSpec) {
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
       val knownVersion = if (envelope.schemaId == null) None else spec.registry.get(envelope.schemaId)
       // Another table's message is filtered on its id alone, before its embedded schema is parsed.
-      if (knownVersion.exists(_.table != spec.layout.table)) return Outcome.Filtered
+      if (knownVersion.exists(v => !tables(v.table))) return Outcome.Filtered
       val limits = spec.options.limits
       val writer = AvroSchemas.parseEmbedded(envelope.messageSchema, limits.maxEmbeddedSchemaBytes, limits.maxSchemaDepth)
       val known = byEmbeddedSchema.get(writer)
       if (known != null) known else {
         val version = knownVersion.orElse(spec.registry.byDataSchema(writer))
           .getOrElse(throw unknownSchemaId(envelope.schemaId))
-        val built = if (version.table != spec.layout.table) null else {
+        val built = if (!tables(version.table)) null else {
           // The table is known, but this message's own schema may not be readable as it.
           try newConverter(writer, version) catch {
             case e: ReplicateException if !e.isInstanceOf[MalformedMessageException] =>
@@ -72,19 +76,21 @@ final class ChangeRowDecoder(spec: ReadSpec) {
   }
 
   /** Null for a known schema id of another table. */
-  private def converterById(schemaId: String): DataRecordConverter = {
+  private def converterById(schemaId: String): MessageConverter = {
     if (byId.containsKey(schemaId)) byId.get(schemaId)
     else {
       val version = (if (schemaId == null) None else spec.registry.get(schemaId))
         .getOrElse(throw unknownSchemaId(schemaId))
-      val built = if (version.table == spec.layout.table) newConverter(version.dataSchema, version) else null
+      val built = if (tables(version.table)) newConverter(version.dataSchema, version) else null
       byId.put(schemaId, built)
       built
     }
   }
 
-  private def newConverter(writer: Schema, version: TableVersion) =
-    new DataRecordConverter(writer, version, out, spec.options.typing)
+  private def newConverter(writer: Schema, version: TableVersion): MessageConverter = out match {
+    case flat: OutputRow => new DataRecordConverter(writer, version, flat, spec.options.typing)
+    case generic => new GenericRecordConverter(writer, version, generic, spec.options)
+  }
 
   private def unknownSchemaId(schemaId: String) = new MalformedMessageException(ErrorId.UnknownSchemaId,
     (if (schemaId == null) "data message has neither a schema id nor an embedded schema of a known table"

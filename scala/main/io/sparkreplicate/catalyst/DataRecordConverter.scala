@@ -15,6 +15,11 @@ import io.sparkreplicate.catalyst.{OutputColumns => C}
 import io.sparkreplicate.catalyst.ValueWriters.Step
 import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, ColumnInfo, TableVersion}
 
+/** Decodes the payload of one data message into the reader's row. */
+trait MessageConverter {
+  def convert(in: Decoder): Unit
+}
+
 /**
  * Decodes the data messages of one table version, written with one Avro schema, into an
  * [[OutputRow]]. All decisions (which field goes where, which is skipped, how each type converts)
@@ -22,7 +27,8 @@ import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, ColumnInfo
  * steps run. Fields are found by name, so newer Replicate headers and reordered fields work, and
  * fields the query did not select are skipped without being materialised.
  */
-final class DataRecordConverter(writer: Schema, version: TableVersion, out: OutputRow, typing: ColumnTyping) {
+final class DataRecordConverter(writer: Schema, version: TableVersion, out: OutputRow, typing: ColumnTyping)
+  extends MessageConverter {
   private val row = out.row
   private val layout = out.layout
 

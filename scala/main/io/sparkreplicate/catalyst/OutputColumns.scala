@@ -5,7 +5,7 @@ import org.apache.spark.sql.types._
 import io.sparkreplicate.{ParseMode, ReplicateOptions}
 
 /**
- * The output columns of the flat layout. The `header__` prefix is Replicate's own change-table
+ * The output columns of both layouts. The `header__` prefix is Replicate's own change-table
  * convention, so the result feeds MERGE flows keyed on the primary key and ordered by
  * `header__change_seq`.
  */
@@ -26,6 +26,10 @@ object OutputColumns {
   val PresentColumns = "header__present_columns"
   val BeforeImage = "header__before_image"
   val Source = "header__source"
+  val SchemaName = "header__schema_name"
+  val TableName = "header__table_name"
+  /** The row image of the generic layout, a VARIANT. */
+  val Data = "data"
 
   val headers: Seq[StructField] = Seq(
     SchemaId -> StringType, TableVersion -> LongType, Operation -> StringType,
@@ -50,15 +54,26 @@ object OutputColumns {
     StructField("reason", StringType, nullable = false),
     StructField("message", StringType, nullable = false)))
 
-  def schema(layout: TableLayout, options: ReplicateOptions): StructType = {
-    val masks = if (options.expandMasks) {
-      Seq(ChangedColumns, PresentColumns).map(StructField(_, ArrayType(StringType, containsNull = false)))
-    } else Nil
+  /** The headers every data row has, fixed and (with `expandMasks`) expanded masks. */
+  def headerColumns(options: ReplicateOptions): Seq[StructField] = headers ++ (if (options.expandMasks) {
+    Seq(ChangedColumns, PresentColumns).map(StructField(_, ArrayType(StringType, containsNull = false)))
+  } else Nil)
+
+  /**
+   * Flat: the table's columns, the headers, the before image as a struct of the columns. Generic:
+   * the schema and table names, the headers, then `data` and the before image as variants.
+   */
+  def schema(layout: OutputLayout, options: ReplicateOptions): StructType = {
     val source = if (options.includeSource) Seq(StructField(Source, sourceType)) else Nil
     val corrupt = if (options.mode == ParseMode.Permissive) {
       Seq(StructField(options.columnNameOfCorruptRecord, corruptRecordType))
     } else Nil
-    StructType(layout.columns ++ headers ++ masks ++
-      Seq(StructField(BeforeImage, layout.struct)) ++ source ++ corrupt)
+    val main = layout match {
+      case t: TableLayout => t.columns ++ headerColumns(options) :+ StructField(BeforeImage, t.struct)
+      case _: GenericLayout =>
+        Seq(StructField(SchemaName, StringType), StructField(TableName, StringType)) ++ headerColumns(options) ++
+          Seq(StructField(Data, VariantType), StructField(BeforeImage, VariantType))
+    }
+    StructType(main ++ source ++ corrupt)
   }
 }

@@ -7,22 +7,12 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * The one mutable row a reader fills for every message, and where each output column lives in
  * it (-1 when the query did not select the column, so nothing is decoded for it). The row is
  * reused: Spark copies it into an UnsafeRow before asking for the next one.
- *
- * `beforeColumns` is a scratch row with every table column, for `beforeData` when it must become
- * the row image (a message whose `data` is null); the selected before-image struct may be pruned
- * to fewer fields and has its own row.
  */
-final class OutputRow(val required: StructType, val layout: TableLayout, corruptColumn: String) {
+class ReaderRow(val required: StructType, corruptColumn: String) {
   val row = new SpecificInternalRow(required.fields.map(_.dataType).toIndexedSeq)
 
   def slot(name: String): Int = required.fieldNames.indexOf(name)
 
-  val columnSlots: Array[Int] = layout.columns.map(c => slot(c.name)).toArray
-  val beforeSlot: Int = slot(OutputColumns.BeforeImage)
-  val beforeType: StructType =
-    if (beforeSlot < 0) new StructType() else required(beforeSlot).dataType.asInstanceOf[StructType]
-  val before = new SpecificInternalRow(beforeType.fields.map(_.dataType).toIndexedSeq)
-  val beforeColumns = new SpecificInternalRow(layout.columns.map(_.dataType))
   val sourceSlot: Int = slot(OutputColumns.Source)
   val corruptSlot: Int = slot(corruptColumn)
 
@@ -30,6 +20,24 @@ final class OutputRow(val required: StructType, val layout: TableLayout, corrupt
     var i = 0
     while (i < row.numFields) { row.setNullAt(i); i += 1 }
   }
+}
+
+/**
+ * The reader row of the flat layout, with the slots of the table's columns.
+ *
+ * `beforeColumns` is a scratch row with every table column, for `beforeData` when it must become
+ * the row image (a message whose `data` is null); the selected before-image struct may be pruned
+ * to fewer fields and has its own row.
+ */
+final class OutputRow(required: StructType, val layout: TableLayout, corruptColumn: String)
+  extends ReaderRow(required, corruptColumn) {
+
+  val columnSlots: Array[Int] = layout.columns.map(c => slot(c.name)).toArray
+  val beforeSlot: Int = slot(OutputColumns.BeforeImage)
+  val beforeType: StructType =
+    if (beforeSlot < 0) new StructType() else required(beforeSlot).dataType.asInstanceOf[StructType]
+  val before = new SpecificInternalRow(beforeType.fields.map(_.dataType).toIndexedSeq)
+  val beforeColumns = new SpecificInternalRow(layout.columns.map(_.dataType))
 
   /** Copies the table columns of `beforeColumns` into the row image, the rare `data` = null case. */
   def beforeColumnsAsImage(): Unit = copyColumns(beforeColumns, row, columnSlots)

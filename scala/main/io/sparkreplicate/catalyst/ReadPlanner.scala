@@ -4,8 +4,8 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.{ErrorId, Framing, ReplicateException, ReplicateOptions}
-import io.sparkreplicate.codec.{SchemaRegistry, TableVersion}
+import io.sparkreplicate.{ErrorId, Framing, Layout, ReplicateException, ReplicateOptions}
+import io.sparkreplicate.codec.{SchemaRegistry, TableName, TableVersion}
 import io.sparkreplicate.files.{FileSplit, LandingFiles, MessageSource, SplitPlanner}
 
 /** The driver's decisions for one read: what to read, with which metadata, as which table. */
@@ -13,8 +13,12 @@ final case class ReadPlan(
     options: ReplicateOptions,
     files: Seq[FileStatus],
     registry: SchemaRegistry,
-    layout: TableLayout) {
+    layout: OutputLayout) {
   lazy val schema: StructType = OutputColumns.schema(layout, options)
+  def layoutName: String = layout match {
+    case _: TableLayout => Layout.Flat.name
+    case _ => Layout.Generic.name
+  }
 }
 
 object ReadPlanner {
@@ -34,8 +38,7 @@ object ReadPlanner {
     } else {
       SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
     }
-    val table = selectTable(options, registry)
-    ReadPlan(options, files, registry, TableLayout.of(table, registry.tables(table), options))
+    ReadPlan(options, files, registry, layout(options, registry))
   }
 
   def wholeFileSplits(files: Seq[FileStatus], framing: Framing): Seq[FileSplit] =
@@ -59,27 +62,33 @@ object ReadPlanner {
       case e: ReplicateException if e.errorId == ErrorId.UnknownFraming => Framing.Auto
     }
 
-  private def selectTable(options: ReplicateOptions, registry: SchemaRegistry) = {
+  private def layout(options: ReplicateOptions, registry: SchemaRegistry): OutputLayout = {
     val tables = registry.tables.keys.toSeq.sortBy(_.toString)
-    def listed = tables.mkString(", ")
     if (tables.isEmpty) throw new ReplicateException(ErrorId.NoMetadata,
       s"no metadata (MD) message was found in ${registry.origins.mkString(", ")}; set the option " +
         "`schemaTopic` to the landed topic that holds Replicate's metadata messages")
-    options.table match {
-      case Some(wanted) =>
-        tables.find(_ == wanted)
-          .orElse(tables.filter(_.toString.equalsIgnoreCase(wanted.toString)) match {
-            case Seq(only) => Some(only)
-            case _ => None
-          })
-          .getOrElse(throw new ReplicateException(ErrorId.TableNotFound,
-            s"table $wanted has no metadata; the registry holds ${registry.describe}: $listed"))
-      case None => tables match {
+    val generic = options.layout == Layout.Generic ||
+      (options.layout == Layout.Auto && options.table.isEmpty && tables.size > 1)
+    if (generic) GenericLayout(options.table.fold(tables)(wanted => Seq(selectTable(wanted, tables, registry))))
+    else {
+      val table = options.table.map(selectTable(_, tables, registry)).getOrElse(tables match {
         case Seq(only) => only
         case _ => throw new ReplicateException(ErrorId.TableRequired,
           s"the metadata read from ${registry.origins.mkString(", ")} describes ${tables.size} tables " +
-            s"($listed); set the option `table` to one of them")
-      }
+            s"(${tables.mkString(", ")}); set the option `table` to one of them, or `layout` to " +
+            "`generic` (or `auto`) to read them all")
+      })
+      TableLayout.of(table, registry.tables(table), options)
     }
   }
+
+  /** `table` as the metadata spells it; case only matters when two tables differ by case alone. */
+  private def selectTable(wanted: TableName, tables: Seq[TableName], registry: SchemaRegistry): TableName =
+    tables.find(_ == wanted)
+      .orElse(tables.filter(_.toString.equalsIgnoreCase(wanted.toString)) match {
+        case Seq(only) => Some(only)
+        case _ => None
+      })
+      .getOrElse(throw new ReplicateException(ErrorId.TableNotFound,
+        s"table $wanted has no metadata; the registry holds ${registry.describe}: ${tables.mkString(", ")}"))
 }

@@ -9,5 +9,5 @@ import io.sparkreplicate.codec.SchemaRegistry
 final case class ReadSpec(
     options: ReplicateOptions,
     registry: SchemaRegistry,
-    layout: TableLayout,
+    layout: OutputLayout,
     required: StructType)

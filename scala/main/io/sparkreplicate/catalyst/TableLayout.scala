@@ -11,7 +11,8 @@ import io.sparkreplicate.codec.{AvroSchemas, TableName, TableVersion}
  * The columns of one table across all the versions being read, each typed to hold every
  * version's values. Rows of a version that lacks a column read it as null.
  */
-final case class TableLayout(table: TableName, columns: IndexedSeq[StructField]) {
+final case class TableLayout(table: TableName, columns: IndexedSeq[StructField]) extends OutputLayout {
+  def tables: Seq[TableName] = Seq(table)
   private val indexByName = columns.map(_.name).zipWithIndex.toMap
   def indexOf(column: String): Int = indexByName.getOrElse(column, -1)
   def struct: StructType = StructType(columns)

@@ -20,8 +20,8 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
   override def toBatch: Batch = this
 
   override def description(): String = {
-    val versions = plan.registry.tables(plan.layout.table).map(_.tableVersion).mkString(",")
-    s"Replicate [table=${plan.layout.table}, versions=$versions, files=${plan.files.size}, " +
+    val tables = plan.layout.tables.map(t => s"$t(${plan.registry.tables(t).map(_.tableVersion).mkString(",")})")
+    s"Replicate [layout=${plan.layoutName}, tables=${tables.mkString(", ")}, files=${plan.files.size}, " +
       s"mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
   }
 
@@ -30,7 +30,7 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
   override def createReaderFactory(): PartitionReaderFactory = {
     val sc = spark.sparkContext
     val counters = new ReadCountersAccumulator
-    sc.register(counters, s"replicate ${plan.layout.table}")
+    sc.register(counters, s"replicate ${plan.layout.tables.mkString(", ")}")
     ReplicateReadMetrics.track(counters)
     new ReplicatePartitionReaderFactory(counters,
       sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required)),

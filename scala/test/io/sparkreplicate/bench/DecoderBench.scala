@@ -206,7 +206,7 @@ final class GenericDecoder(spec: ReadSpec) {
     if (envelope.get("type").toString != "DT") return null
     val schemaId = envelope.get("messageSchemaId").toString
     val version = spec.registry.get(schemaId).get
-    if (version.table != spec.layout.table) return null
+    if (!spec.layout.tables.contains(version.table)) return null
     val reader = readers.getOrElseUpdate(schemaId, new GenericDatumReader[GenericRecord](version.dataSchema))
     val message = envelope.get("message").asInstanceOf[ByteBuffer]
     decoder = DecoderFactory.get.binaryDecoder(message.array, message.arrayOffset + message.position, message.remaining, decoder)

@@ -1,0 +1,53 @@
+package io.sparkreplicate.catalyst
+
+import org.apache.avro.Schema
+import org.apache.avro.io.Decoder
+import org.apache.spark.sql.types.{StructField, StructType}
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.sparkreplicate.ReplicateOptions
+import io.sparkreplicate.catalyst.{OutputColumns => C}
+import io.sparkreplicate.codec.TableVersion
+
+/**
+ * A data message of one table version as a row of the generic layout. The message is decoded by
+ * the flat layout's converter into a row of this version's own typed columns, which is then
+ * copied over: headers as they are, the row images as variants. Only what the query selected is
+ * decoded, as in the flat layout.
+ */
+final class GenericRecordConverter(writer: Schema, version: TableVersion, out: ReaderRow, options: ReplicateOptions)
+  extends MessageConverter {
+
+  private val row = out.row
+  private val layout = TableLayout.of(version.table, Seq(version), options)
+  private val dataSlot = out.slot(C.Data)
+  private val beforeSlot = out.slot(C.BeforeImage)
+  private val headers = C.headerColumns(options).filter(f => out.slot(f.name) >= 0)
+
+  /** The version's columns first (the `data` variant reads them from slot 0 on), then headers. */
+  private val flat = new OutputRow(StructType(
+    (if (dataSlot >= 0) layout.columns else Nil) ++ headers ++
+      (if (beforeSlot >= 0) Seq(StructField(C.BeforeImage, layout.struct)) else Nil)), layout, corruptColumn = "")
+  private val decode = new DataRecordConverter(writer, version, flat, options.typing)
+  private val images = new VariantRows(layout.struct)
+  private val headerCopies = headers.map(h => (flat.slot(h.name), out.slot(h.name), h.dataType)).toArray
+  private val names = Seq(C.SchemaName -> version.lineage.schema, C.TableName -> version.lineage.table)
+    .map { case (column, value) => (out.slot(column), UTF8String.fromString(value)) }.filter(_._1 >= 0).toArray
+
+  override def convert(in: Decoder): Unit = {
+    decode.convert(in)
+    val from = flat.row
+    var i = 0
+    while (i < headerCopies.length) {
+      val (source, target, dataType) = headerCopies(i)
+      if (from.isNullAt(source)) row.setNullAt(target) else row.update(target, from.get(source, dataType))
+      i += 1
+    }
+    i = 0
+    while (i < names.length) { row.update(names(i)._1, names(i)._2); i += 1 }
+    if (dataSlot >= 0) row.update(dataSlot, images.toVariant(from))
+    if (beforeSlot >= 0) {
+      if (from.isNullAt(flat.beforeSlot)) row.setNullAt(beforeSlot) else row.update(beforeSlot, images.toVariant(flat.before))
+    }
+  }
+}
