@@ -46,9 +46,9 @@ def test_the_landing_root_can_be_read_side_files_and_schema_topic_are_skipped(sp
     assert_same_rows(collect_plain(df), expected_rows(avro_zone, "HR.DEPARTMENTS"))
 
 
-def test_without_table_the_error_lists_the_tables(spark, avro_zone):
-    with raises_replicate("REPLICATE_TABLE_REQUIRED", ALL_TABLES, "`table`"):
-        read_table(spark, avro_zone, None, paths=[avro_zone.topics["hr"]])
+def test_flat_layout_without_table_the_error_lists_the_tables(spark, avro_zone):
+    with raises_replicate("REPLICATE_TABLE_REQUIRED", ALL_TABLES, "`table`", "`layout`"):
+        read_table(spark, avro_zone, None, paths=[avro_zone.topics["hr"]], layout="flat")
 
 
 @pytest.mark.parametrize("unknown", ["HR.NOPE", "HR.EMPLOYEE", "NOPE.EMPLOYEES"])
@@ -71,7 +71,7 @@ def test_metadata_is_found_among_the_data_files_without_schema_topic(spark, land
 def test_without_schema_topic_only_the_tables_of_the_data_paths_are_known(spark, landing_zone):
     zone = landing_zone("md-in-data")
     with raises_replicate("REPLICATE_TABLE_REQUIRED", "HR.DEPARTMENTS, HR.EMPLOYEES") as message:
-        read_table(spark, zone, None, schema_topic=False, paths=[zone.topics["hr"]])
+        read_table(spark, zone, None, schema_topic=False, paths=[zone.topics["hr"]], layout="flat")
     assert "SALES.ORDERS" not in message[0]
 
 
