@@ -3,12 +3,15 @@ package io.sparkreplicate.v2
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.catalyst.{ReadPlan, ReadPlanner, ReadSpec}
+import io.sparkreplicate.catalyst.{MessageFilter, ReadPlan, ReadPlanner, ReadSpec, VersionDecision}
 import io.sparkreplicate.files.SerializableConfiguration
 
-final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required: StructType) extends Scan with Batch {
+/** @param pushed the filters `filter` was built from, for EXPLAIN */
+final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required: StructType,
+    pushed: Seq[Filter], filter: MessageFilter) extends Scan with Batch {
   private lazy val spark = SparkSession.active
   private lazy val conf = ReplicatePlanning.hadoopConf(spark, options)
 
@@ -19,10 +22,12 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
   override def readSchema(): StructType = required
   override def toBatch: Batch = this
 
+  /** The versions actually read: those the pushed filters do not remove whole. */
   override def description(): String = {
-    val versions = plan.registry.tables(plan.layout.table).map(_.tableVersion).mkString(",")
-    s"Replicate [table=${plan.layout.table}, versions=$versions, files=${plan.files.size}, " +
-      s"mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
+    val versions = plan.registry.tables(plan.layout.table)
+      .filter(filter.forVersion(_) != VersionDecision.SkipAll).map(_.tableVersion).mkString(",")
+    s"Replicate [table=${plan.layout.table}, versions=$versions, pushedFilters=${pushed.mkString("[", ", ", "]")}, " +
+      s"files=${plan.files.size}, mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
   }
 
   override def planInputPartitions(): Array[InputPartition] = partitions
@@ -33,7 +38,7 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
     sc.register(counters, s"replicate ${plan.layout.table}")
     ReplicateReadMetrics.track(counters)
     new ReplicatePartitionReaderFactory(counters,
-      sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required)),
+      sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required, filter)),
       sc.broadcast(new SerializableConfiguration(conf)))
   }
 
