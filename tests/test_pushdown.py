@@ -91,9 +91,8 @@ def test_explain_shows_the_pushed_filters_and_the_versions_read(spark, evolving,
     df = read_table(spark, evolving, ITEMS)
     description = scan_description(df.where("header__table_version >= 2 AND header__operation = 'UPDATE'"), capsys)
     assert "table=INV.ITEMS, versions=2,3," in description
-    pushed = pushed_filters(description)
-    assert "GreaterThanOrEqual(header__table_version,2)" in pushed
-    assert "EqualTo(header__operation,UPDATE)" in pushed
+    assert pushed_filters(description) == ("IsNotNull(header__table_version), IsNotNull(header__operation), "
+                                           "GreaterThanOrEqual(header__table_version,2), EqualTo(header__operation,UPDATE)")
     assert "mode=FAILFAST, framing=auto" in description
     unfiltered = scan_description(df, capsys)
     assert "versions=1,2,3, pushedFilters=[]" in unfiltered
