@@ -43,7 +43,8 @@ final class ChangeRowDecoder(spec: ReadSpec) {
     if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
       val knownVersion = if (envelope.schemaId == null) None else spec.registry.get(envelope.schemaId)
-      // Another table's message is filtered on its id alone, before its embedded schema is parsed.
+      // Another table's message, or a version the pushed filter removes, is filtered on its id alone,
+      // before its embedded schema is parsed.
       if (knownVersion.exists(!reads(_))) return Outcome.Filtered
       val limits = spec.options.limits
       val writer = AvroSchemas.parseEmbedded(envelope.messageSchema, limits.maxEmbeddedSchemaBytes, limits.maxSchemaDepth)
