@@ -132,3 +132,16 @@ def test_permissive_keeps_a_malformed_message_as_a_corrupt_generic_row(spark, zo
     corrupt = df.where(F.col("_corrupt_record").isNotNull()).select(TABLE_NAME, "data", "_corrupt_record.reason").collect()
     assert len(corrupt) == 1 and corrupt[0][0] is None and corrupt[0][1] is None
     assert corrupt[0][2].startswith("REPLICATE_")
+
+
+def test_a_table_name_filter_is_pushed_and_returns_what_spark_alone_returns(spark, zone, capsys):
+    condition = "header__table_name IN ('ITEMS', 'ORDERS') AND header__operation <> 'REFRESH'"
+    # Python's VariantVal has no equality: the images are compared as JSON.
+    df = read(spark, zone).withColumns({c: F.to_json(c) for c in ("data", BEFORE_IMAGE)})
+    local = spark.createDataFrame(df.collect(), df.schema)
+    expected = collect_plain(local.where(condition))
+    assert_same_rows(collect_plain(df.where(condition)), expected)
+    assert read_metrics(spark)["rowsReturned"] == len(expected)
+    read(spark, zone).where(condition).explain()
+    plan = capsys.readouterr().out
+    assert "In(header__table_name, [ITEMS,ORDERS])" in plan and "layout=generic" in plan, plan

@@ -17,7 +17,10 @@ sealed trait Outcome
 object Outcome {
   case object Row extends Outcome
   case object Metadata extends Outcome
-  /** A data message of another table: decided from the envelope, its payload never decoded. */
+  /**
+   * A data message of another table, or one the pushed filter removes: decided from the envelope
+   * (and at most the payload's operation), its row never decoded.
+   */
   case object Filtered extends Outcome
 }
 
@@ -36,21 +39,24 @@ final class ChangeRowDecoder(spec: ReadSpec) {
   private val byId = new java.util.HashMap[String, MessageConverter]()
   private val byEmbeddedSchema = new IdentityHashMap[Schema, MessageConverter]()
   private val decoder = new SliceDecoder
+  /** The converters whose messages the pushed filter decides by operation. */
+  private val operationGates = new IdentityHashMap[MessageConverter, OperationGate]()
 
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
     val envelope = Envelope.decode(decoder, bytes, offset, length)
     if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
       val knownVersion = if (envelope.schemaId == null) None else spec.registry.get(envelope.schemaId)
-      // Another table's message is filtered on its id alone, before its embedded schema is parsed.
-      if (knownVersion.exists(v => !tables(v.table))) return Outcome.Filtered
+      // Another table's message, or a version the pushed filter removes, is filtered on its id alone,
+      // before its embedded schema is parsed.
+      if (knownVersion.exists(!reads(_))) return Outcome.Filtered
       val limits = spec.options.limits
       val writer = AvroSchemas.parseEmbedded(envelope.messageSchema, limits.maxEmbeddedSchemaBytes, limits.maxSchemaDepth)
       val known = byEmbeddedSchema.get(writer)
       if (known != null) known else {
         val version = knownVersion.orElse(spec.registry.byDataSchema(writer))
           .getOrElse(throw unknownSchemaId(envelope.schemaId))
-        val built = if (!tables(version.table)) null else {
+        val built = if (!reads(version)) null else {
           // The table is known, but this message's own schema may not be readable as it.
           try newConverter(writer, version) catch {
             case e: ReplicateException if !e.isInstanceOf[MalformedMessageException] =>
@@ -63,6 +69,7 @@ final class ChangeRowDecoder(spec: ReadSpec) {
       }
     }
     if (converter == null) return Outcome.Filtered
+    if (!operationGates.isEmpty && !operationKept(operationGates.get(converter), bytes, envelope)) return Outcome.Filtered
     decoder.reset(bytes, envelope.payloadOffset, envelope.payloadLength)
     try converter.convert(decoder) catch {
       case e: ReplicateException => throw e
@@ -81,16 +88,37 @@ final class ChangeRowDecoder(spec: ReadSpec) {
     else {
       val version = (if (schemaId == null) None else spec.registry.get(schemaId))
         .getOrElse(throw unknownSchemaId(schemaId))
-      val built = if (tables(version.table)) newConverter(version.dataSchema, version) else null
+      val built = if (reads(version)) newConverter(version.dataSchema, version) else null
       byId.put(schemaId, built)
       built
     }
   }
 
-  private def newConverter(writer: Schema, version: TableVersion): MessageConverter = out match {
-    case flat: OutputRow => new DataRecordConverter(writer, version, flat, spec.options.typing)
-    case generic => new GenericRecordConverter(writer, version, generic, spec.options)
+  /** A version of a table being read, and one the pushed filter does not remove whole. */
+  private def reads(version: TableVersion): Boolean =
+    tables(version.table) && spec.filter.forVersion(version) != VersionDecision.SkipAll
+
+  private def newConverter(writer: Schema, version: TableVersion): MessageConverter = {
+    val converter = out match {
+      case flat: OutputRow => new DataRecordConverter(writer, version, flat, spec.options.typing)
+      case generic => new GenericRecordConverter(writer, version, generic, spec.options)
+    }
+    spec.filter.forVersion(version) match {
+      case byOperation: VersionDecision.ByOperation =>
+        OperationGate.build(writer, byOperation).foreach(operationGates.put(converter, _))
+      case _ =>
+    }
+    converter
   }
+
+  /**
+   * Peeks at the operation. A payload the peek cannot read is left to the full decode, which
+   * reports it as malformed: the pushed filter never hides a malformed message it cannot decide.
+   */
+  private def operationKept(gate: OperationGate, bytes: Array[Byte], envelope: Envelope): Boolean =
+    gate == null || (try gate.keeps(decoder.reset(bytes, envelope.payloadOffset, envelope.payloadLength)) catch {
+      case NonFatal(_) => true
+    })
 
   private def unknownSchemaId(schemaId: String) = new MalformedMessageException(ErrorId.UnknownSchemaId,
     (if (schemaId == null) "data message has neither a schema id nor an embedded schema of a known table"

@@ -26,6 +26,7 @@ object OutputColumns {
   val PresentColumns = "header__present_columns"
   val BeforeImage = "header__before_image"
   val Source = "header__source"
+  /** The lineage schema and table name of each row, in the generic (all-tables) layout. */
   val SchemaName = "header__schema_name"
   val TableName = "header__table_name"
   /** The row image of the generic layout, a VARIANT. */

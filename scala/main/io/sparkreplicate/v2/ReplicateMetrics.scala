@@ -8,7 +8,7 @@ import io.sparkreplicate.catalyst.ReadCounters
 /**
  * The scan's accounting, shown in the SQL tab and the executed plan. Every landed message is
  * counted once as read, and once as exactly one of: returned row (including PERMISSIVE's corrupt
- * rows), metadata, filtered out (another table), or dropped (DROPMALFORMED):
+ * rows), metadata, filtered out (another table, or removed by a pushed filter), or dropped (DROPMALFORMED):
  * `messagesRead = rowsReturned + metadataMessages + filteredOut + dropped`.
  * Spark instantiates each metric class by name on the driver, hence one class per metric.
  */
@@ -44,7 +44,7 @@ abstract class ReasonMetric(reason: ErrorId)
 final class MessagesRead extends ReplicateMetric("messagesRead", "replicate messages read")
 final class RowsReturned extends ReplicateMetric("rowsReturned", "replicate rows returned")
 final class MetadataMessages extends ReplicateMetric("metadataMessages", "replicate metadata messages")
-final class FilteredOut extends ReplicateMetric("filteredOut", "replicate messages of other tables")
+final class FilteredOut extends ReplicateMetric("filteredOut", "replicate messages filtered out (other tables, pushed filters)")
 final class Malformed extends ReplicateMetric("malformed", "replicate malformed messages")
 final class Dropped extends ReplicateMetric("dropped", "replicate malformed messages dropped")
 final class FilesSkipped extends ReplicateMetric("filesSkipped", "replicate files skipped")

@@ -3,12 +3,15 @@ package io.sparkreplicate.v2
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.catalyst.{ReadPlan, ReadPlanner, ReadSpec}
+import io.sparkreplicate.catalyst.{MessageFilter, ReadPlan, ReadPlanner, ReadSpec, VersionDecision}
 import io.sparkreplicate.files.SerializableConfiguration
 
-final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required: StructType) extends Scan with Batch {
+/** @param pushed the filters `filter` was built from, for EXPLAIN */
+final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required: StructType,
+    pushed: Seq[Filter], filter: MessageFilter) extends Scan with Batch {
   private lazy val spark = SparkSession.active
   private lazy val conf = ReplicatePlanning.hadoopConf(spark, options)
 
@@ -19,9 +22,14 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
   override def readSchema(): StructType = required
   override def toBatch: Batch = this
 
+  /** The versions actually read: those the pushed filters do not remove whole. */
   override def description(): String = {
-    val tables = plan.layout.tables.map(t => s"$t(${plan.registry.tables(t).map(_.tableVersion).mkString(",")})")
-    s"Replicate [layout=${plan.layoutName}, tables=${tables.mkString(", ")}, files=${plan.files.size}, " +
+    val tables = plan.layout.tables.map { t =>
+      val versions = plan.registry.tables(t).filter(filter.forVersion(_) != VersionDecision.SkipAll)
+      s"$t(versions=${versions.map(_.tableVersion).mkString(",")})"
+    }
+    s"Replicate [layout=${plan.layoutName}, tables=${tables.mkString(", ")}, " +
+      s"pushedFilters=${pushed.mkString("[", ", ", "]")}, files=${plan.files.size}, " +
       s"mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
   }
 
@@ -33,7 +41,7 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
     sc.register(counters, s"replicate ${plan.layout.tables.mkString(", ")}")
     ReplicateReadMetrics.track(counters)
     new ReplicatePartitionReaderFactory(counters,
-      sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required)),
+      sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required, filter)),
       sc.broadcast(new SerializableConfiguration(conf)))
   }
 
