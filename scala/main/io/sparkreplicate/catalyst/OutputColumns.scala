@@ -54,11 +54,15 @@ object OutputColumns {
     val masks = if (options.expandMasks) {
       Seq(ChangedColumns, PresentColumns).map(StructField(_, ArrayType(StringType, containsNull = false)))
     } else Nil
+    StructType(layout.columns ++ headers ++ masks ++ Seq(StructField(BeforeImage, layout.struct)) ++ readerColumns(options))
+  }
+
+  /** The columns every view ends with: `header__source` and PERMISSIVE's corrupt record, when asked. */
+  def readerColumns(options: ReplicateOptions): Seq[StructField] = {
     val source = if (options.includeSource) Seq(StructField(Source, sourceType)) else Nil
     val corrupt = if (options.mode == ParseMode.Permissive) {
       Seq(StructField(options.columnNameOfCorruptRecord, corruptRecordType))
     } else Nil
-    StructType(layout.columns ++ headers ++ masks ++
-      Seq(StructField(BeforeImage, layout.struct)) ++ source ++ corrupt)
+    source ++ corrupt
   }
 }

@@ -4,17 +4,27 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.{ErrorId, Framing, ReplicateException, ReplicateOptions}
+import io.sparkreplicate.{ErrorId, Framing, MessageView, ReplicateException, ReplicateOptions}
 import io.sparkreplicate.codec.{SchemaRegistry, TableVersion}
 import io.sparkreplicate.files.{FileSplit, LandingFiles, MessageSource, SplitPlanner}
 
-/** The driver's decisions for one read: what to read, with which metadata, as which table. */
+/**
+ * The driver's decisions for one read: what to read, with which metadata, as which table.
+ *
+ * @param layout the table read; None for the metadata view, which needs no registry either
+ */
 final case class ReadPlan(
     options: ReplicateOptions,
     files: Seq[FileStatus],
     registry: SchemaRegistry,
-    layout: TableLayout) {
-  lazy val schema: StructType = OutputColumns.schema(layout, options)
+    layout: Option[TableLayout]) {
+  lazy val schema: StructType = layout.fold(MetadataColumns.schema(options))(OutputColumns.schema(_, options))
+
+  def rowSpec(required: StructType): RowSpec =
+    layout.fold[RowSpec](MetadataSpec(options, required))(ReadSpec(options, registry, _, required))
+
+  /** What is read, for the table's name and the scan's description. */
+  def subject: String = layout.fold(s"${MessageView.Metadata.name}${options.table.fold("")(t => s" of $t")}")(_.table.toString)
 }
 
 object ReadPlanner {
@@ -26,6 +36,12 @@ object ReadPlanner {
   def plan(options: ReplicateOptions, conf: Configuration,
       scanDataTopics: Seq[FileSplit] => Seq[TableVersion]): ReadPlan = {
     val files = LandingFiles.list(options.paths, conf)
+    if (options.messages == MessageView.Metadata) ReadPlan(options, files, SchemaRegistry.build(Nil, options.paths), None)
+    else planTable(options, conf, scanDataTopics, files)
+  }
+
+  private def planTable(options: ReplicateOptions, conf: Configuration,
+      scanDataTopics: Seq[FileSplit] => Seq[TableVersion], files: Seq[FileStatus]): ReadPlan = {
     val registry = if (options.schemaTopic.nonEmpty) {
       val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
       // The schema topic may be landed differently from the data: its framing is always detected.
@@ -35,7 +51,7 @@ object ReadPlanner {
       SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
     }
     val table = selectTable(options, registry)
-    ReadPlan(options, files, registry, TableLayout.of(table, registry.tables(table)))
+    ReadPlan(options, files, registry, Some(TableLayout.of(table, registry.tables(table))))
   }
 
   def wholeFileSplits(files: Seq[FileStatus], framing: Framing): Seq[FileSplit] =

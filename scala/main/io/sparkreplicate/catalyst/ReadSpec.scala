@@ -6,8 +6,18 @@ import io.sparkreplicate.ReplicateOptions
 import io.sparkreplicate.codec.SchemaRegistry
 
 /** Everything an executor needs to turn landed messages into rows; broadcast once per scan. */
+sealed trait RowSpec extends Serializable {
+  def options: ReplicateOptions
+  /** The output columns the query selected. */
+  def required: StructType
+}
+
+/** The change rows of one table. */
 final case class ReadSpec(
     options: ReplicateOptions,
     registry: SchemaRegistry,
     layout: TableLayout,
-    required: StructType)
+    required: StructType) extends RowSpec
+
+/** The metadata view: one row per metadata message; no registry is needed to decode them. */
+final case class MetadataSpec(options: ReplicateOptions, required: StructType) extends RowSpec

@@ -5,7 +5,7 @@ import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.catalyst.{ReadPlan, ReadPlanner, ReadSpec}
+import io.sparkreplicate.catalyst.{ReadPlan, ReadPlanner}
 import io.sparkreplicate.files.SerializableConfiguration
 
 final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required: StructType) extends Scan with Batch {
@@ -20,9 +20,10 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
   override def toBatch: Batch = this
 
   override def description(): String = {
-    val versions = plan.registry.tables(plan.layout.table).map(_.tableVersion).mkString(",")
-    s"Replicate [table=${plan.layout.table}, versions=$versions, files=${plan.files.size}, " +
-      s"mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
+    val read = plan.layout.fold(s"messages=${plan.subject}") { layout =>
+      s"table=${layout.table}, versions=${plan.registry.tables(layout.table).map(_.tableVersion).mkString(",")}"
+    }
+    s"Replicate [$read, files=${plan.files.size}, mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
   }
 
   override def planInputPartitions(): Array[InputPartition] = partitions
@@ -30,10 +31,10 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
   override def createReaderFactory(): PartitionReaderFactory = {
     val sc = spark.sparkContext
     val counters = new ReadCountersAccumulator
-    sc.register(counters, s"replicate ${plan.layout.table}")
+    sc.register(counters, s"replicate ${plan.subject}")
     ReplicateReadMetrics.track(counters)
     new ReplicatePartitionReaderFactory(counters,
-      sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required)),
+      sc.broadcast(plan.rowSpec(required)),
       sc.broadcast(new SerializableConfiguration(conf)))
   }
 
