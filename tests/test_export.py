@@ -15,7 +15,7 @@ from conftest import assert_same_rows, collect_plain, evolving_tables, expected_
 from spark_replicate.export import ExportError, _Manifest, export
 from spark_replicate.generate import ColumnDef, TableDef, default_tables, generate_landing_zone
 
-HELD_BACK_FROM = 25  # messages at this offset and later (per partition file) land later
+HELD_BACK_FROM = 12  # messages at this offset and later (per partition file) land later
 
 
 def five_tables() -> list[TableDef]:
@@ -33,7 +33,7 @@ def five_tables() -> list[TableDef]:
 def pristine(tmp_path_factory):
     """The zone as generated; tests work on copies. Metadata is also in the data topics."""
     return generate_landing_zone(tmp_path_factory.mktemp("export-zone") / "landing", framing="message",
-                                 tables=five_tables(), md_in_data_topics=True, messages=350, seed=11)
+                                 tables=five_tables(), md_in_data_topics=True, messages=200, seed=11)
 
 
 @pytest.fixture
