@@ -24,7 +24,10 @@ final case class ReadPlan(
     layout.fold[RowSpec](MetadataSpec(options, required))(ReadSpec(options, registry, _, required))
 
   /** What is read, for the table's name and the scan's description. */
-  def subject: String = layout.fold(s"${MessageView.Metadata.name}${options.table.fold("")(t => s" of $t")}")(_.table.toString)
+  def subject: String = layout match {
+    case Some(l) => l.table.toString
+    case None => MessageView.Metadata.name + options.table.fold("")(t => s" of $t")
+  }
 }
 
 object ReadPlanner {
@@ -36,8 +39,9 @@ object ReadPlanner {
   def plan(options: ReplicateOptions, conf: Configuration,
       scanDataTopics: Seq[FileSplit] => Seq[TableVersion]): ReadPlan = {
     val files = LandingFiles.list(options.paths, conf)
-    if (options.messages == MessageView.Metadata) ReadPlan(options, files, SchemaRegistry.build(Nil, options.paths), None)
-    else planTable(options, conf, scanDataTopics, files)
+    if (options.messages == MessageView.Metadata) {
+      ReadPlan(options, files, SchemaRegistry.build(Nil, options.paths), layout = None)
+    } else planTable(options, conf, scanDataTopics, files)
   }
 
   private def planTable(options: ReplicateOptions, conf: Configuration,

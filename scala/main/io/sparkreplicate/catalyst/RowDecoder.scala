@@ -29,7 +29,8 @@ object RowDecoder {
 
   /**
    * Fills the corrupt-record column (when selected) of a row whose other columns are null.
-   * `bytes` is null when no message could be cut out of the file (a broken frame).
+   * `bytes` is null when no message could be cut out of the file (a broken frame); the raw bytes
+   * are then null, and empty for an empty message.
    */
   def writeCorrupt(row: InternalRow, corruptSlot: Int, bytes: Array[Byte], offset: Int, length: Int,
       error: ReplicateException, where: String, redaction: Redaction): Unit = if (corruptSlot >= 0) {
