@@ -15,7 +15,7 @@ import fastavro
 import pytest
 
 from conftest import (BEFORE_IMAGE, DATA_DIR, HEADER_COLUMNS, MASK_COLUMNS, assert_same_rows, collect_plain,
-                      raises_replicate)
+                      raises_replicate, read_metrics)
 from spark_replicate.generate import ENVELOPE_SCHEMA
 
 REFERENCE = DATA_DIR / "reference"
@@ -116,3 +116,39 @@ def test_the_sample_table_is_selected_by_its_lineage_name(spark, tmp_path, envel
     with raises_replicate("REPLICATE_TABLE_NOT_FOUND", "employees.salary", "employees.salaries"):
         (spark.read.format("replicate").option("schemaTopic", options["schemaTopic"])
          .option("table", "employees.salary").load(str(path)))
+
+
+# The metadata view of the real sample: every column, as the sample's MD message has it.
+SAMPLE_COLUMNS = [
+    {"name": "emp_no", "ordinal": 1, "type": "INT4", "length": 10, "precision": 0, "scale": 0,
+     "primary_key_position": 1, "nullable": False},
+    {"name": "salary", "ordinal": 2, "type": "INT4", "length": 10, "precision": 0, "scale": 0,
+     "primary_key_position": 0, "nullable": False},
+    {"name": "from_date", "ordinal": 3, "type": "DATE", "length": 0, "precision": 0, "scale": 0,
+     "primary_key_position": 2, "nullable": False},
+    {"name": "to_date", "ordinal": 4, "type": "DATE", "length": 0, "precision": 0, "scale": 0,
+     "primary_key_position": 0, "nullable": False},
+]
+
+
+@pytest.mark.parametrize("landing", LANDINGS)
+def test_the_metadata_view_of_the_real_sample(spark, tmp_path, envelopes, landing):
+    options, path = LANDINGS[landing](tmp_path, envelopes)
+    # The view reads the loaded paths: the schema topic itself, or the topic carrying MD among DT.
+    metadata_path = options.get("schemaTopic", str(path))
+    df = spark.read.format("replicate").option("messages", "metadata").load(metadata_path)
+    assert [f"{f.name}:{f.dataType.simpleString()}" for f in df.schema.fields] == [
+        "schema_id:string", "schema_name:string", "table_name:string", "table_version:bigint", "server:string",
+        "task:string", "timestamp:string",
+        "columns:array<struct<name:string,ordinal:int,type:string,length:int,precision:int,scale:int,"
+        "primary_key_position:int,nullable:boolean>>",
+        "primary_key:array<string>", "data_schema:string"]
+    sample = load_sample("Metadata")["message"]
+    assert collect_plain(df) == [{
+        "schema_id": SCHEMA_ID, "schema_name": "employees", "table_name": "salaries", "table_version": 1,
+        "server": "attunity-01.custenborder.com", "task": "mysql-to-kafka",
+        "timestamp": "2018-04-13T20:13:58.289",  # as sent: not Replicate's header timestamp form
+        "columns": SAMPLE_COLUMNS, "primary_key": ["emp_no", "from_date"], "data_schema": sample["dataSchema"]}]
+    metrics = read_metrics(spark)
+    assert (metrics["rowsReturned"], metrics["metadataMessages"]) == (1, 0)
+    assert metrics["filteredOut"] == (0 if "schemaTopic" in options else 1)  # the DT message

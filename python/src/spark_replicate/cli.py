@@ -1,4 +1,4 @@
-"""``spark-replicate``: generate a realistic landing zone, or run the demo on one."""
+"""``spark-replicate``: generate a realistic landing zone, run the demo on one, or export one as Parquet."""
 
 from __future__ import annotations
 
@@ -73,6 +73,25 @@ def _run_demo(args: argparse.Namespace) -> int:
         spark.stop()
 
 
+def _run_export(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    import spark_replicate
+    from spark_replicate.export import ExportError, export
+
+    spark = (spark_replicate.configure_spark(SparkSession.builder.master(args.master).appName("spark-replicate export"))
+             .config("spark.ui.enabled", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        export(spark, args.input, args.output, schema_topic=args.schema_topic, mode=args.mode)
+        return 0
+    except ExportError as e:
+        print(f"spark-replicate export: {e}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spark-replicate", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--master", default="local[2]")
     _add_generate_arguments(demo)
     demo.set_defaults(run=_run_demo)
+
+    export = commands.add_parser(
+        "export", help="write every table as Parquet under DIR/<SCHEMA.TABLE>/; reruns append only new input files",
+        description="Writes each table of the landed topic(s) as Parquet under DIR/<SCHEMA.TABLE>/export_batch=<n>/. "
+                    "A rerun exports only the input files no earlier run exported, and first completes a run "
+                    "that was interrupted; the manifest is kept under DIR/_spark_replicate/.")
+    export.add_argument("input", nargs="+", help="landed data topic(s): paths or globs")
+    export.add_argument("--output", required=True, metavar="DIR")
+    export.add_argument("--schema-topic", help="landed schema topic; by default the metadata messages of the input")
+    export.add_argument("--mode", type=str.upper, choices=("FAILFAST", "PERMISSIVE", "DROPMALFORMED"),
+                        help="what a malformed message does (the reader's `mode`; default FAILFAST)")
+    export.add_argument("--master", default="local[*]")
+    export.set_defaults(run=_run_export)
 
     args = parser.parse_args(argv)
     return args.run(args)

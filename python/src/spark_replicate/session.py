@@ -100,10 +100,45 @@ def read(
     """
     reader = spark.read.format("replicate")
     if schema_topic is not None:
-        reader = reader.option("schemaTopic", _option_value(
-            [schema_topic] if isinstance(schema_topic, str) else list(schema_topic)))
+        reader = reader.option("schemaTopic", _option_value(_path_list(schema_topic)))
     if table is not None:
         reader = reader.option("table", table)
     for name, value in options.items():
         reader = reader.option(_option_name(name), _option_value(value))
     return reader.load(path if isinstance(path, str) else list(path))
+
+
+def _path_list(paths: Paths) -> list[str]:
+    return [paths] if isinstance(paths, str) else list(paths)
+
+
+def list_tables(spark: SparkSession, path: Paths, **options: object) -> list[str]:
+    """The ``SCHEMA.TABLE`` names announced by the metadata messages of ``path``, sorted, read
+    through the metadata view (``messages`` = ``metadata``); ``options`` as for :func:`read`."""
+    view = read(spark, path, **{**options, "messages": "metadata"})
+    rows = view.where("table_name IS NOT NULL").select("schema_name", "table_name").collect()
+    return sorted({f"{row.schema_name}.{row.table_name}" for row in rows})
+
+
+def read_tables(spark: SparkSession, path: Paths, schema_topic: Paths | None = None,
+                **options: object) -> dict[str, DataFrame]:
+    """Every table of a landed topic: ``{"SCHEMA.TABLE": DataFrame}``, one flat typed read each.
+
+    The tables are those the metadata messages of ``schema_topic`` announce (of ``path`` when
+    ``schema_topic`` is None), listed through the metadata view; ``options`` are :func:`read`'s
+    (``mode``, ``framing``, ``expand_masks``, ...) and apply to every table's read.
+    """
+    named = {_option_name(name): value for name, value in options.items()}
+    if any(name.lower() in ("table", "schematopic", "messages") for name in named):
+        raise TypeError("read_tables reads every table of the metadata: pass neither `table`, `messages` "
+                        "nor `schemaTopic` (use the schema_topic argument)")
+    listing = dict(named)
+    if schema_topic is not None:
+        # `framing` describes the data paths; the schema topic's framing is always detected.
+        listing = {name: value for name, value in named.items() if name.lower() != "framing"}
+    source = path if schema_topic is None else schema_topic
+    tables = list_tables(spark, source, **listing)
+    if not tables:
+        raise ValueError(f"no metadata (MD) message was found in {', '.join(_path_list(source))}; pass "
+                         "schema_topic= the landed topic that holds Replicate's metadata messages")
+    return {name: read(spark, path, schema_topic=schema_topic, table=name, **named) for name in tables}

@@ -47,6 +47,14 @@ object SchemaEvolution {
   val all: Seq[SchemaEvolution] = Seq(Merge, Latest, Fail)
 }
 
+/** What a read returns: `data`, the change rows of a table, or `metadata`, the MD messages as rows. */
+sealed abstract class MessageView(val name: String) extends Serializable
+object MessageView {
+  case object Data extends MessageView("data")
+  case object Metadata extends MessageView("metadata")
+  val all: Seq[MessageView] = Seq(Data, Metadata)
+}
+
 /**
  * Every reader option, parsed and validated once on the driver. Option names are
  * case-insensitive, as everywhere in Spark; a bad value fails with the option's name and the
@@ -70,7 +78,8 @@ final case class ReplicateOptions(
     limits: DecodeLimits,
     ignoreCorruptFiles: Boolean,
     ignoreMissingFiles: Boolean,
-    redaction: Redaction) {
+    redaction: Redaction,
+    messages: MessageView) {
   def typing: ColumnTyping = ColumnTyping(sourceTypes, timeZone, widenToString)
 }
 
@@ -106,6 +115,7 @@ object ReplicateOptions {
   val MaxSchemaDepth = "maxSchemaDepth"
   val IgnoreCorruptFiles = "ignoreCorruptFiles"
   val IgnoreMissingFiles = "ignoreMissingFiles"
+  val Messages = "messages"
 
   /** Session settings that options default to. */
   final case class SessionDefaults(
@@ -127,6 +137,13 @@ object ReplicateOptions {
     val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
     def get(name: String): Option[String] = lower.get(name.toLowerCase(Locale.ROOT))
 
+    val messages = get(Messages).map(oneOf(Messages, _, MessageView.all)(_.name)).getOrElse(MessageView.Data)
+    // The metadata view reads the loaded paths themselves; a schema topic beside them is a mistake.
+    if (messages == MessageView.Metadata && get(SchemaTopic).exists(_.trim.nonEmpty)) {
+      throw new ReplicateException(ErrorId.InvalidOption, s"option `$SchemaTopic` does not apply to " +
+        s"`$Messages` = ${MessageView.Metadata.name}, which reads the metadata messages of the loaded paths: " +
+        "load the schema topic's paths instead")
+    }
     ReplicateOptions(
       paths = dataPaths(get("paths"), get("path")),
       schemaTopic = get(SchemaTopic).toSeq.flatMap(_.split(',')).map(_.trim).filter(_.nonEmpty),
@@ -157,7 +174,8 @@ object ReplicateOptions {
         .getOrElse(session.ignoreCorruptFiles),
       ignoreMissingFiles = get(IgnoreMissingFiles).map(boolean(IgnoreMissingFiles, _))
         .getOrElse(session.ignoreMissingFiles),
-      redaction = redaction)
+      redaction = redaction,
+      messages = messages)
   }
 
   private val ByteSize = "(?i)\\s*(\\d+)\\s*([kmg]?)i?b?\\s*".r

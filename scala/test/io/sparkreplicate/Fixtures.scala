@@ -349,6 +349,7 @@ object Fixtures {
         val a: ArrayData = row.getArray(i)
         (0 until a.numElements()).map(j => if (a.isNullAt(j)) null else a.get(j, e) match {
           case u: UTF8String => u.toString
+          case r: InternalRow => rowValues(r, e.asInstanceOf[StructType])
           case other => other
         })
       case DateType => LocalDate.ofEpochDay(row.getInt(i).toLong).toString

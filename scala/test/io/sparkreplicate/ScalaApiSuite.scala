@@ -320,6 +320,27 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(messages.count(_ != null) == 1, messages)
     assert(messages.filter(_ != null).forall(_.contains("mixed/part-0.avro")), messages)
   }
+
+  private def metadataView(options: (String, String)*) =
+    options.foldLeft(spark.read.format("replicate").option("messages", "metadata")) { case (r, (k, v)) => r.option(k, v) }
+
+  test("the metadata view: one row per metadata message of the loaded paths, no schema topic needed") {
+    val rows = metadataView().load(path("schema"))
+      .select("schema_name", "table_name", "table_version", "primary_key", "columns.name").collect()
+      .map(r => (r.getString(0), r.getString(1), r.getLong(2), r.getSeq[String](3), r.getSeq[String](4))).sortBy(_._2).toSeq
+    assert(rows == Seq(("employees", "departments", 1L, Seq("dept_no"), departmentsColumns.map(_.name)),
+      ("employees", "salaries", 1L, Seq("emp_no", "from_date"), salariesColumns.map(_.name))))
+    assert(metadataView("table" -> "employees.departments").load(path("schema")).count() == 1)
+  }
+
+  test("the metadata view of a data topic: data messages filtered out, a malformed message under `mode`") {
+    val failFast = replicateError(metadataView().load(path("mixed")).collect())
+    assert(failFast.errorId == ErrorId.BadMagic && failFast.getMessage.contains("mixed/part-0.avro"), failFast.getMessage)
+    assert(metadataView("mode" -> "DROPMALFORMED").load(path("mixed")).select("schema_id").collect()
+      .map(_.getString(0)).toSeq == Seq(SampleSchemaId))
+    assert(io.sparkreplicate.v2.ReplicateReadMetrics.lastRead.filter(_._2 != 0).filter(!_._1.startsWith("malformed_")) ==
+      Map("messagesRead" -> 4L, "rowsReturned" -> 1L, "filteredOut" -> 2L, "malformed" -> 1L, "dropped" -> 1L))
+  }
 }
 
 object ScalaApiSuite {

@@ -6,8 +6,6 @@ import scala.util.control.NonFatal
 
 import org.apache.avro.Schema
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
-import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
 import io.sparkreplicate.codec.{AvroSchemas, Envelope, MessageKind, SliceDecoder, TableVersion}
@@ -30,11 +28,13 @@ object Outcome {
  * runs that version's converter. Converters are built on first use and cached per writer schema;
  * the Avro decoder and the row are reused for every message.
  */
-final class ChangeRowDecoder(spec: ReadSpec) {
+final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
   val out: ReaderRow = spec.layout match {
     case table: TableLayout => new OutputRow(spec.required, table, spec.options.columnNameOfCorruptRecord)
     case _: GenericLayout => new ReaderRow(spec.required, spec.options.columnNameOfCorruptRecord)
   }
+  def row: InternalRow = out.row
+  def sourceSlot: Int = out.sourceSlot
   private val tables = spec.layout.tables.toSet
   private val byId = new java.util.HashMap[String, MessageConverter]()
   private val byEmbeddedSchema = new IdentityHashMap[Schema, MessageConverter]()
@@ -128,12 +128,7 @@ final class ChangeRowDecoder(spec: ReadSpec) {
   /** The row for a malformed message under PERMISSIVE: nulls, and the raw bytes with the reason. */
   def corruptRow(bytes: Array[Byte], offset: Int, length: Int, error: ReplicateException, where: String): InternalRow = {
     out.setAllNull()
-    if (out.corruptSlot >= 0) {
-      // Null when no message could be cut out of the file (a broken frame); empty for an empty message.
-      val raw = if (bytes == null) null else java.util.Arrays.copyOfRange(bytes, offset, offset + length)
-      out.row.update(out.corruptSlot, new GenericInternalRow(Array[Any](raw,
-        UTF8String.fromString(error.errorId.name), UTF8String.fromString(spec.options.redaction(s"$where: ${error.detail}")))))
-    }
+    RowDecoder.writeCorrupt(out.row, out.corruptSlot, bytes, offset, length, error, where, spec.options.redaction)
     out.row
   }
 }

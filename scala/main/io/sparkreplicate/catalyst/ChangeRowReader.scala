@@ -25,12 +25,13 @@ final class ReadCounters {
 }
 
 /**
- * Reads the splits of one task as change rows, applying the parse mode to malformed messages:
- * FAILFAST raises with the file and position, PERMISSIVE returns a row carrying the raw bytes and
- * the reason, DROPMALFORMED drops and counts.
+ * Reads the splits of one task as rows (change rows, or the metadata view's rows: the spec's
+ * [[RowDecoder]] decides), applying the parse mode to malformed messages: FAILFAST raises with
+ * the file and position, PERMISSIVE returns a row carrying the raw bytes and the reason,
+ * DROPMALFORMED drops and counts.
  */
-final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: ReadSpec) extends Closeable {
-  private val decoder = new ChangeRowDecoder(spec)
+final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: RowSpec) extends Closeable {
+  private val decoder = RowDecoder(spec)
   private val mode = spec.options.mode
   val counters = new ReadCounters
   private var remaining = splits.toList
@@ -38,9 +39,9 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
   private var source: MessageSource = _
   private var fileName: UTF8String = _
   private val sourceRow =
-    if (decoder.out.sourceSlot >= 0) new SpecificInternalRow(OutputColumns.sourceType.map(_.dataType)) else null
+    if (decoder.sourceSlot >= 0) new SpecificInternalRow(OutputColumns.sourceType.map(_.dataType)) else null
 
-  def get: InternalRow = decoder.out.row
+  def get: InternalRow = decoder.row
 
   /** Every error leaving a task is redacted: file paths and reasons may carry secrets. */
   def next(): Boolean = try advance() catch { case e: ReplicateException => throw spec.options.redaction(e) }
@@ -152,7 +153,7 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
     if (r.hasTimestamp) sourceRow.setLong(6, r.timestamp * 1000L) else sourceRow.setNullAt(6)
     if (r.hasKey) sourceRow.update(7, java.util.Arrays.copyOfRange(r.buffer, r.keyOffset, r.keyOffset + r.keyLength))
     else sourceRow.setNullAt(7)
-    decoder.out.row.update(decoder.out.sourceSlot, sourceRow)
+    decoder.row.update(decoder.sourceSlot, sourceRow)
   }
 
   override def close(): Unit = if (source != null) { source.close(); source = null }

@@ -75,6 +75,15 @@ object OutputColumns {
         Seq(StructField(SchemaName, StringType), StructField(TableName, StringType)) ++ headerColumns(options) ++
           Seq(StructField(Data, VariantType), StructField(BeforeImage, VariantType))
     }
-    StructType(main ++ source ++ corrupt)
+    StructType(main ++ readerColumns(options))
+  }
+
+  /** The columns every view ends with: `header__source` and PERMISSIVE's corrupt record, when asked. */
+  def readerColumns(options: ReplicateOptions): Seq[StructField] = {
+    val source = if (options.includeSource) Seq(StructField(Source, sourceType)) else Nil
+    val corrupt = if (options.mode == ParseMode.Permissive) {
+      Seq(StructField(options.columnNameOfCorruptRecord, corruptRecordType))
+    } else Nil
+    source ++ corrupt
   }
 }

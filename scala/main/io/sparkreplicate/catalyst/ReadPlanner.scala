@@ -4,20 +4,35 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.{ErrorId, Framing, Layout, ReplicateException, ReplicateOptions}
+import io.sparkreplicate.{ErrorId, Framing, Layout, MessageView, ReplicateException, ReplicateOptions}
 import io.sparkreplicate.codec.{SchemaRegistry, TableName, TableVersion}
 import io.sparkreplicate.files.{FileSplit, LandingFiles, MessageSource, SplitPlanner}
 
-/** The driver's decisions for one read: what to read, with which metadata, as which table. */
+/**
+ * The driver's decisions for one read: what to read, with which metadata, as which table.
+ *
+ * @param layout the table read; None for the metadata view, which needs no registry either
+ */
 final case class ReadPlan(
     options: ReplicateOptions,
     files: Seq[FileStatus],
     registry: SchemaRegistry,
-    layout: OutputLayout) {
-  lazy val schema: StructType = OutputColumns.schema(layout, options)
+    layout: Option[OutputLayout]) {
+  lazy val schema: StructType = layout.fold(MetadataColumns.schema(options))(OutputColumns.schema(_, options))
+
+  def rowSpec(required: StructType, filter: MessageFilter): RowSpec =
+    layout.fold[RowSpec](MetadataSpec(options, required))(ReadSpec(options, registry, _, required, filter))
+
   def layoutName: String = layout match {
-    case _: TableLayout => Layout.Flat.name
-    case _ => Layout.Generic.name
+    case Some(_: TableLayout) => Layout.Flat.name
+    case Some(_) => Layout.Generic.name
+    case None => MessageView.Metadata.name
+  }
+
+  /** What is read, for the table's name and the scan's description. */
+  def subject: String = layout match {
+    case Some(l) => l.tables.mkString(", ")
+    case None => MessageView.Metadata.name + options.table.fold("")(t => s" of $t")
   }
 }
 
@@ -30,6 +45,13 @@ object ReadPlanner {
   def plan(options: ReplicateOptions, conf: Configuration,
       scanDataTopics: Seq[FileSplit] => Seq[TableVersion]): ReadPlan = {
     val files = LandingFiles.list(options.paths, conf)
+    if (options.messages == MessageView.Metadata) {
+      ReadPlan(options, files, SchemaRegistry.build(Nil, options.paths), layout = None)
+    } else planTable(options, conf, scanDataTopics, files)
+  }
+
+  private def planTable(options: ReplicateOptions, conf: Configuration,
+      scanDataTopics: Seq[FileSplit] => Seq[TableVersion], files: Seq[FileStatus]): ReadPlan = {
     val registry = if (options.schemaTopic.nonEmpty) {
       val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
       // The schema topic may be landed differently from the data: its framing is always detected.
@@ -38,7 +60,7 @@ object ReadPlanner {
     } else {
       SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
     }
-    ReadPlan(options, files, registry, layout(options, registry))
+    ReadPlan(options, files, registry, Some(layout(options, registry)))
   }
 
   def wholeFileSplits(files: Seq[FileStatus], framing: Framing): Seq[FileSplit] =

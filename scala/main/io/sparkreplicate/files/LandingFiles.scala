@@ -1,5 +1,7 @@
 package io.sparkreplicate.files
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 
@@ -22,6 +24,10 @@ object LandingFiles {
         s"path `$p` does not exist or its glob matches nothing")
       matched.flatMap(walk(_, conf))
     }.distinctBy(_.getPath.toString).sortBy(_.getPath.toString)
+
+  /** [[list]] with Java collections, for the Python package (the export command lists input as reads do). */
+  def listJava(paths: java.util.List[String], conf: Configuration): java.util.List[FileStatus] =
+    list(paths.asScala.toSeq, conf).asJava
 
   private def walk(status: FileStatus, conf: Configuration): Seq[FileStatus] =
     if (status.isFile) Seq(status)

@@ -5,10 +5,10 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.PartitionReader
 
-import io.sparkreplicate.catalyst.{ChangeRowReader, ReadSpec}
+import io.sparkreplicate.catalyst.{ChangeRowReader, RowSpec}
 import io.sparkreplicate.files.FileSplit
 
-final class ReplicatePartitionReader(splits: Seq[FileSplit], conf: Configuration, spec: ReadSpec,
+final class ReplicatePartitionReader(splits: Seq[FileSplit], conf: Configuration, spec: RowSpec,
     totals: ReadCountersAccumulator) extends PartitionReader[InternalRow] {
 
   private val reader = new ChangeRowReader(splits, conf, spec)

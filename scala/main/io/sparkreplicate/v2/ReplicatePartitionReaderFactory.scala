@@ -4,12 +4,12 @@ import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
-import io.sparkreplicate.catalyst.ReadSpec
+import io.sparkreplicate.catalyst.RowSpec
 import io.sparkreplicate.files.SerializableConfiguration
 
 final class ReplicatePartitionReaderFactory(
     counters: ReadCountersAccumulator,
-    spec: Broadcast[ReadSpec],
+    spec: Broadcast[RowSpec],
     conf: Broadcast[SerializableConfiguration]) extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =

@@ -6,7 +6,7 @@ import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionRead
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.catalyst.{MessageFilter, ReadPlan, ReadPlanner, ReadSpec, VersionDecision}
+import io.sparkreplicate.catalyst.{MessageFilter, ReadPlan, ReadPlanner, VersionDecision}
 import io.sparkreplicate.files.SerializableConfiguration
 
 /** @param pushed the filters `filter` was built from, for EXPLAIN */
@@ -24,12 +24,14 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
 
   /** The versions actually read: those the pushed filters do not remove whole. */
   override def description(): String = {
-    val tables = plan.layout.tables.map { t =>
-      val versions = plan.registry.tables(t).filter(filter.forVersion(_) != VersionDecision.SkipAll)
-      s"$t(versions=${versions.map(_.tableVersion).mkString(",")})"
+    val read = plan.layout.fold(s"messages=${plan.subject}") { layout =>
+      val tables = layout.tables.map { t =>
+        val versions = plan.registry.tables(t).filter(filter.forVersion(_) != VersionDecision.SkipAll)
+        s"$t(versions=${versions.map(_.tableVersion).mkString(",")})"
+      }
+      s"layout=${plan.layoutName}, tables=${tables.mkString(", ")}"
     }
-    s"Replicate [layout=${plan.layoutName}, tables=${tables.mkString(", ")}, " +
-      s"pushedFilters=${pushed.mkString("[", ", ", "]")}, files=${plan.files.size}, " +
+    s"Replicate [$read, pushedFilters=${pushed.mkString("[", ", ", "]")}, files=${plan.files.size}, " +
       s"mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
   }
 
@@ -38,10 +40,10 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
   override def createReaderFactory(): PartitionReaderFactory = {
     val sc = spark.sparkContext
     val counters = new ReadCountersAccumulator
-    sc.register(counters, s"replicate ${plan.layout.tables.mkString(", ")}")
+    sc.register(counters, s"replicate ${plan.subject}")
     ReplicateReadMetrics.track(counters)
     new ReplicatePartitionReaderFactory(counters,
-      sc.broadcast(ReadSpec(plan.options, plan.registry, plan.layout, required, filter)),
+      sc.broadcast(plan.rowSpec(required, filter)),
       sc.broadcast(new SerializableConfiguration(conf)))
   }
 

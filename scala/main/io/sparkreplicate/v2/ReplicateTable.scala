@@ -11,7 +11,7 @@ import io.sparkreplicate.catalyst.ReadPlan
 
 /** @param options the reader's options as given, for the Hadoop file system configuration */
 final class ReplicateTable(plan: ReadPlan, options: Map[String, String]) extends SupportsRead {
-  override def name(): String = s"replicate ${plan.layout.tables.mkString(", ")}"
+  override def name(): String = s"replicate ${plan.subject}"
   override def schema(): StructType = plan.schema
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ)
   override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = new ReplicateScanBuilder(plan, this.options)
