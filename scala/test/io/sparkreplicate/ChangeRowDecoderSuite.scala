@@ -2,6 +2,11 @@ package io.sparkreplicate
 
 import java.time.{Instant, LocalDate, LocalDateTime, ZoneOffset}
 
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import com.fasterxml.jackson.databind.node.{JsonNodeFactory, ObjectNode}
+
 import org.apache.spark.sql.types.{StructField, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -326,6 +331,19 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
     val thrown = intercept[ReplicateException](decoder().decode(bytes, 0, bytes.length))
     assert(thrown.isInstanceOf[MalformedMessageException], s"${thrown.getClass.getSimpleName}: ${thrown.getMessage}")
     assert(thrown.errorId == ErrorId.BadEmbeddedSchema)
+  }
+
+  test("a `[null, Headers]` field is read through its union: headers present, or all null") {
+    val schema = new ObjectMapper().readTree(salaries.dataSchemaJson).asInstanceOf[ObjectNode]
+    val headersField = schema.get("fields").elements().asScala.find(_.get("name").asText == "headers").get.asInstanceOf[ObjectNode]
+    headersField.set[JsonNode]("type", JsonNodeFactory.instance.arrayNode().add("null").add(headersField.get("type")))
+    val v = TableDef("4B4B4B4B4B4B4B4B4B4B4B4B4B4B4B4B", "employees", "salaries", 4, salariesColumns, schema.toString)
+    val dec = decoder(readSpec(registry(v), salaries.name))
+    val present = row(dec, dataEnvelope(v, salary(1, 10), headers = cdcHeaders("UPDATE", changeMask = Array[Byte](2))))
+    assert(present(C.Operation) == "UPDATE" && present(C.ChangedColumns) == Seq("salary"))
+    val absent = row(dec, dataEnvelope(v, salary(2, 20), headers = null))
+    assert(absent("salary") == 20 && absent(C.Operation) == null && absent(C.ChangeSeq) == null)
+    assert(absent(C.ChangeMask) == null && absent(C.ChangedColumns) == null && absent(C.SchemaId) == v.schemaId)
   }
 
   // ------------------------------------------------------------------ stale reused rows and field order

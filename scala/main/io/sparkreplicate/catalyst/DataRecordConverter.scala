@@ -121,7 +121,9 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
         case "headers" =>
           val (step, slots) = headers.build(AvroSchemas.unwrapNullable(field.schema))
           written ++= slots
-          step
+          // A `[null, Headers]` that is null leaves every header null (masks are reset per message).
+          val nulled = slots.toArray
+          ValueWriters.nullableUnion(field.schema, "headers")(() => nulled.foreach(row.setNullAt), step)
         case _ => AvroSkipper(field.schema)
       }
     }.toArray
