@@ -156,6 +156,7 @@ OPERATION_MIX = (0.5, 0.4, 0.1)
 MAX_TRANSACTION = 5
 _TASK_START_US = 1_714_644_672_345_000  # 2024-05-02 10:11:12.345 UTC
 _EPOCH = datetime(1970, 1, 1)
+_WIDE_DECIMALS = Context(prec=1000)  # exact arithmetic on decimals of any precision
 _SERVER = "replicate-01.example.com"
 _TASK = "erp-to-kafka"
 
@@ -174,7 +175,9 @@ class ColumnDef:
     names, codes and statuses looking real, or to pin edge cases; choices are source values, sent
     in the landing zone's encoding: ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``date``,
     ``time`` (whole milliseconds), naive ``datetime`` (the source's wall clock) and, for NUMERIC,
-    the plain decimal text (``"-12.30"``). ``max_words`` bounds the words of a generated text
+    the plain decimal text (``"-12.30"``). When values are sent as text, a ``str`` choice of any
+    type goes out as it is: that is how a test sends a value that does not parse (``"2023-02-30"``
+    as a DATE). ``max_words`` bounds the words of a generated text
     value (1 to ``max_words``, then cut to ``length``): raise it for long text.
 
     NUMERIC takes any scale: a negative scale holds multiples of 10**-scale (Oracle's NUMBER(5,-2)),
@@ -624,8 +627,10 @@ def _source_generator(column: ColumnDef, rng: random.Random) -> Callable[[], Any
 
 def _unscaled_bytes(text: str, scale: int) -> bytes:
     """A decimal's unscaled value at ``scale`` as Avro decimals carry it: two's complement, big-endian."""
-    sign, digits, exponent = Decimal(text).as_tuple()
-    unscaled = int("".join(map(str, digits))) * 10 ** (exponent + scale) * (-1 if sign else 1)
+    scaled = Decimal(text).scaleb(scale, _WIDE_DECIMALS)
+    if scaled != scaled.to_integral_value():
+        raise ValueError(f"{text} has more fraction digits than the scale {scale}")
+    unscaled = int(scaled)
     return unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True)
 
 
@@ -680,6 +685,9 @@ _ENCODERS = {"text": _text_encoder, "logical": _logical_encoder, "all-text": _al
 def _base_generator(column: ColumnDef, rng: random.Random, encoding: str = "text") -> Callable[[], Any]:
     """A generator of non-null values of ``column``, as encoded on the wire."""
     source, encode = _source_generator(column, rng), _ENCODERS[encoding](column)
+    if encode is not None and encoding != "logical" and any(isinstance(c, str) for c in column.choices):
+        typed = encode
+        encode = lambda value: value if isinstance(value, str) else typed(value)  # noqa: E731
     return source if encode is None else lambda: encode(source())
 
 
@@ -755,9 +763,6 @@ def expected_value(column: ColumnDef, value: Any, time_zone: str = "UTC") -> Any
         exact = Decimal(value).quantize(Decimal(f"1E{-max(column.scale, 0)}"), context=_WIDE_DECIMALS)
         return exact if decimal_type(column) else format(exact, "f")
     return value
-
-
-_WIDE_DECIMALS = Context(prec=1000)
 
 
 def _parse_text(source_type: str, text: str, time_zone: str) -> Any:
