@@ -22,10 +22,12 @@ from typing import Iterable
 import pytest
 from fastavro import block_reader
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType,
+                               IntegerType, LongType, StringType, TimestampType)
 
 import spark_replicate
-from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef,
-                                      generate_landing_zone, mask_ordinals)
+from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type,
+                                      expected_value, generate_landing_zone, mask_ordinals)
 
 TESTS_DIR = Path(__file__).resolve().parent
 DATA_DIR = TESTS_DIR / "data"
@@ -171,13 +173,39 @@ def latest_version(zone: LandingZone, table: str) -> int:
 
 
 def version_columns(table: TableDef, version: int) -> list[ColumnDef]:
-    """The columns of one table version in ordinal order: version n has n-1 added columns."""
-    return list(table.columns + table.added_columns[:version - 1])
+    """The columns of one table version in ordinal order: version n follows n-1 schema changes."""
+    return list(table.version_columns(version))
 
 
-def layout_columns(zone: LandingZone, table: str) -> list[ColumnDef]:
-    """The output's table columns: the newest version's, in ordinal order (DESIGN §3)."""
-    return version_columns(table_def(zone, table), latest_version(zone, table))
+def layout_columns(zone: LandingZone, table: str, schema_evolution: str = "merge") -> list[ColumnDef]:
+    """The output's table columns (DESIGN §3): the newest version's in ordinal order, then, under
+    ``schemaEvolution`` = merge, columns that later versions dropped, newest drop first; each as
+    the newest version that has it defines it."""
+    versions = sorted({entry.version for entry in zone.metadata if entry.table == table}, reverse=True)
+    columns: dict[str, ColumnDef] = {}
+    for version in versions[:1] if schema_evolution == "latest" else versions:
+        for column in version_columns(table_def(zone, table), version):
+            columns.setdefault(column.name, column)
+    return list(columns.values())
+
+
+_SPARK_TYPES = {
+    **dict.fromkeys(("INT1", "INT2", "INT4", "UINT1", "UINT2"), IntegerType()),
+    **dict.fromkeys(("INT8", "UINT4"), LongType()),
+    **dict.fromkeys(("STRING", "WSTRING", "CLOB", "NCLOB", "TIME"), StringType()),
+    **dict.fromkeys(("BYTES", "BLOB"), BinaryType()),
+    "REAL4": FloatType(), "REAL8": DoubleType(), "BOOLEAN": BooleanType(), "DATE": DateType(),
+    "DATETIME": TimestampType(),
+}
+
+
+def spark_type(column: ColumnDef) -> DataType:
+    """The Spark type the reader gives a column, whatever the encoding (README "Types"): TIME as
+    text, NUMERIC and UINT8 as decimals, or text beyond 38 digits."""
+    if column.source_type in ("NUMERIC", "UINT8"):
+        fitting = decimal_type(column)
+        return DecimalType(*fitting) if fitting else StringType()
+    return _SPARK_TYPES[column.source_type]
 
 
 def utc_from_header(text: str) -> datetime | None:
@@ -191,8 +219,12 @@ def utc_from_millis(millis: int) -> datetime:
     return datetime.fromtimestamp(millis // 1000, tz=timezone.utc).replace(microsecond=millis % 1000 * 1000)
 
 
-def _image(values: dict | None, names: list[str]) -> dict | None:
-    return None if values is None else {name: values.get(name) for name in names}
+def _image(values: dict | None, names: list[str], columns: dict[str, ColumnDef], time_zone: str) -> dict | None:
+    """A row image as read: typed as its own version's columns say, null in columns it lacks."""
+    if values is None:
+        return None
+    return {name: expected_value(columns[name], values[name], time_zone) if name in values else None
+            for name in names}
 
 
 def _mask_names(mask: bytes | None, columns: list[ColumnDef]) -> list[str] | None:
@@ -200,13 +232,15 @@ def _mask_names(mask: bytes | None, columns: list[ColumnDef]) -> list[str] | Non
 
 
 def expected_row(zone: LandingZone, message: DataMessage, *, expand_masks: bool = True,
-                 source: dict | None = None) -> dict:
-    """The output row of one generated data message, as a dict in output column order."""
+                 source: dict | None = None, time_zone: str = "UTC", schema_evolution: str = "merge") -> dict:
+    """The output row of one generated data message, as a dict in output column order; DATETIME
+    text is read in ``time_zone`` (the reader's ``timeZone``)."""
     table = table_def(zone, message.table)
-    names = [c.name for c in layout_columns(zone, message.table)]
+    names = [c.name for c in layout_columns(zone, message.table, schema_evolution)]
     headers = message.headers
     message_columns = version_columns(table, message.table_version)
-    row = _image(message.data if message.data is not None else message.before, names)
+    by_name = {c.name: c for c in message_columns}
+    row = _image(message.data if message.data is not None else message.before, names, by_name, time_zone)
     row.update({
         "header__schema_id": message.schema_id,
         "header__table_version": message.table_version,
@@ -224,7 +258,7 @@ def expected_row(zone: LandingZone, message: DataMessage, *, expand_masks: bool 
     if expand_masks:
         row["header__changed_columns"] = _mask_names(message.change_mask, message_columns)
         row["header__present_columns"] = _mask_names(message.column_mask, message_columns)
-    row[BEFORE_IMAGE] = _image(message.before, names)
+    row[BEFORE_IMAGE] = _image(message.before, names, by_name, time_zone)
     if source is not None:
         row[SOURCE] = source
     return row

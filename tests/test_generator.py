@@ -13,6 +13,7 @@ import re
 import struct
 import sys
 from dataclasses import dataclass, replace
+from datetime import datetime, time, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -604,7 +605,7 @@ def test_invalid_options_fail_fast(tmp_path, options):
 
 def test_invalid_table_definitions_fail_fast():
     with pytest.raises(ValueError, match="unsupported source type"):
-        gen.ColumnDef("X", "CLOB")
+        gen.ColumnDef("X", "INTERVAL")
     with pytest.raises(ValueError, match="NUMERIC"):
         gen.ColumnDef("X", "NUMERIC")
     with pytest.raises(ValueError, match="key column"):
@@ -669,3 +670,147 @@ def test_invalid_operation_mix_fails_fast(tmp_path, mix):
         gen.generate_landing_zone(tmp_path, messages=10, operation_mix=mix)
     with pytest.raises(ValueError, match="max_words"):
         gen.ColumnDef("X", "STRING", max_words=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Encodings, every source type, and schema changes beyond ADD COLUMN
+# --------------------------------------------------------------------------------------------
+
+ALL_TYPES = tuple(t for t in gen._AVRO_TYPE)
+
+
+def every_type_table(name: str = "EVERY_TYPE") -> gen.TableDef:
+    """One column of every source type, NUMERIC at several precisions and scales."""
+    columns = [gen.ColumnDef("ID", "INT8", pk_position=1)]
+    columns += [gen.ColumnDef(f"C_{t}", t, precision=12 if t == "NUMERIC" else 0, scale=3 if t == "NUMERIC" else 0)
+                for t in ALL_TYPES]
+    columns += [gen.ColumnDef(f"N_{p}_{str(s).replace('-', 'M')}", "NUMERIC", precision=p, scale=s)
+                for p, s in ((38, 10), (39, 5), (5, -2), (2, 5), (7, 0))]
+    return gen.TableDef("QA", name, "every", columns)
+
+
+@pytest.mark.parametrize("settings_", [{}, {"logical_types": True}, {"all_text": True}], ids=["text", "logical", "all-text"])
+def test_every_source_type_round_trips_in_every_encoding(tmp_path, settings_):
+    zone = gen.generate_landing_zone(tmp_path, messages=300, seed=9, tables=[every_type_table()], **settings_)
+    assert_round_trip(zone)
+    manifest = json.loads((zone.root / "_manifest.json").read_text())
+    assert (manifest["logical_types"], manifest["all_text"]) == (bool(settings_.get("logical_types")),
+                                                                 bool(settings_.get("all_text")))
+
+
+def test_the_same_seed_sends_the_same_source_values_in_every_encoding(tmp_path):
+    table = every_type_table()
+    zones = [gen.generate_landing_zone(tmp_path / name, messages=200, seed=4, tables=[table], **settings_)
+             for name, settings_ in (("t", {}), ("l", {"logical_types": True}), ("a", {"all_text": True}))]
+    typed = [[{c.name: gen.expected_value(c, m.data[c.name]) for c in table.columns if m.data is not None}
+              for m in zone.messages] for zone in zones]
+    assert typed[0] == typed[1] == typed[2]
+    assert sum(1 for row in typed[0] for v in row.values() if v is not None) > 3000
+
+
+def data_field_types(encoding: str) -> dict:
+    schema = gen.data_schema(every_type_table().columns, encoding=encoding)
+    return {f["name"]: f["type"][1] for f in schema["fields"][0]["type"]["fields"]}
+
+
+def test_logical_types_are_replicates():
+    types = data_field_types("logical")
+    assert types["C_DATE"] == {"type": "int", "logicalType": "date"}
+    assert types["C_TIME"] == {"type": "int", "logicalType": "time-millis"}
+    assert types["C_DATETIME"] == {"type": "long", "logicalType": "timestamp-micros"}
+    assert types["C_NUMERIC"] == {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 3}
+    assert types["N_39_5"] == {"type": "bytes", "logicalType": "decimal", "precision": 39, "scale": 5}
+    assert types["C_UINT8"] == {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 0}
+    # Scales an Avro decimal cannot have: the unscaled bytes, scaled by the metadata.
+    assert types["N_5_M2"] == types["N_2_5"] == {"type": "bytes"}
+    assert types["C_INT4"] == {"type": "int"} and types["C_BLOB"] == {"type": "bytes"}
+    text = data_field_types("text")
+    assert {text[f"C_{t}"]["type"] for t in ("DATE", "TIME", "DATETIME", "NUMERIC", "UINT8", "CLOB")} == {"string"}
+    assert (text["C_UINT4"], text["C_BLOB"], text["C_REAL4"]) == ({"type": "long"}, {"type": "bytes"}, {"type": "float"})
+    assert {t["type"] for t in data_field_types("all-text").values()} == {"string"}
+
+
+def test_logical_and_all_text_exclude_each_other(tmp_path):
+    with pytest.raises(ValueError, match="exclude"):
+        gen.generate_landing_zone(tmp_path, logical_types=True, all_text=True)
+
+
+def evolving_table() -> gen.TableDef:
+    C = gen.ColumnDef
+    return gen.TableDef("INV", "STOCK", "stock", (
+        C("ID", "INT4", pk_position=1), C("QTY", "INT4"), C("NOTE", "STRING", 20), C("PRICE", "NUMERIC", 0, 9, 2),
+    ), changes=(gen.AddColumn(C("COLOR", "WSTRING", 20)), gen.DropColumn("NOTE"),
+                gen.AlterColumn(C("QTY", "INT8")), gen.AlterColumn(C("PRICE", "NUMERIC", 0, 12, 2))))
+
+
+@pytest.mark.parametrize("settings_", [{}, {"logical_types": True}], ids=["text", "logical"])
+def test_drop_and_alter_make_new_versions(tmp_path, settings_):
+    zone = gen.generate_landing_zone(tmp_path, messages=600, seed=12, tables=[evolving_table()], **settings_)
+    assert_round_trip(zone)
+    described = [(e.version, {name: (c["ordinal"], c["type"], c["precision"])
+                              for name, c in e.md["tableStructure"]["tableColumns"].items()}) for e in zone.metadata]
+    assert described == [
+        (1, {"ID": (1, "INT4", 0), "QTY": (2, "INT4", 0), "NOTE": (3, "STRING", 0), "PRICE": (4, "NUMERIC", 9)}),
+        (2, {"ID": (1, "INT4", 0), "QTY": (2, "INT4", 0), "NOTE": (3, "STRING", 0), "PRICE": (4, "NUMERIC", 9),
+             "COLOR": (5, "WSTRING", 0)}),
+        (3, {"ID": (1, "INT4", 0), "QTY": (2, "INT4", 0), "PRICE": (3, "NUMERIC", 9), "COLOR": (4, "WSTRING", 0)}),
+        (4, {"ID": (1, "INT4", 0), "QTY": (2, "INT8", 0), "PRICE": (3, "NUMERIC", 9), "COLOR": (4, "WSTRING", 0)}),
+        (5, {"ID": (1, "INT4", 0), "QTY": (2, "INT8", 0), "PRICE": (3, "NUMERIC", 12), "COLOR": (4, "WSTRING", 0)}),
+    ]
+    assert len({e.schema_id for e in zone.metadata}) == 5
+    for m in zone.messages:
+        assert list(m.data) == [c.name for c in evolving_table().version_columns(m.table_version)]
+    # A row written before the DROP and updated after it: its before-image has no NOTE either.
+    assert any(m.table_version >= 3 and m.before is not None and "NOTE" not in m.before for m in zone.messages)
+    qty_types = {json.dumps(t) for e in zone.metadata
+                 for t in [next(f["type"] for f in json.loads(e.data_schema_json)["fields"][0]["type"]["fields"]
+                                if f["name"] == "QTY")]}
+    assert qty_types == {json.dumps([{"type": "null"}, {"type": "int"}]), json.dumps([{"type": "null"}, {"type": "long"}])}
+
+
+@pytest.mark.parametrize("change, message", [
+    (gen.DropColumn("ID"), "non-key"), (gen.DropColumn("MISSING"), "non-key"),
+    (gen.AlterColumn(gen.ColumnDef("QTY", "INT2")), "cannot keep"),
+    (gen.AlterColumn(gen.ColumnDef("QTY", "UINT4")), "cannot keep"),
+    (gen.AlterColumn(gen.ColumnDef("PRICE", "NUMERIC", 0, 12, 3)), "cannot keep"),
+    (gen.AddColumn(gen.ColumnDef("NOTE", "STRING")), "duplicate"),
+    ("DROP NOTE", "AddColumn, DropColumn or AlterColumn"),
+])
+def test_invalid_schema_changes_fail_fast(change, message):
+    C = gen.ColumnDef
+    with pytest.raises(ValueError, match=message):
+        gen.TableDef("S", "T", "t", (C("ID", "INT4", pk_position=1), C("QTY", "INT4"), C("NOTE", "STRING"),
+                                     C("PRICE", "NUMERIC", 0, 9, 2)), changes=(gen.DropColumn("NOTE"), change))
+
+
+def test_a_dropped_column_cannot_come_back_under_its_name():
+    C = gen.ColumnDef
+    with pytest.raises(ValueError, match="duplicate"):
+        gen.TableDef("S", "T", "t", (C("ID", "INT4", pk_position=1), C("NOTE", "STRING")),
+                     changes=(gen.DropColumn("NOTE"), gen.AddColumn(C("NOTE", "STRING"))))
+
+
+# The oracle itself, on values worked out by hand.
+@pytest.mark.parametrize("column, sent, time_zone, expected", [
+    (gen.ColumnDef("X", "DATETIME"), "2024-03-10 02:30:00.000001", "America/New_York",
+     datetime(2024, 3, 10, 7, 30, 0, 1, tzinfo=timezone.utc)),
+    (gen.ColumnDef("X", "DATETIME"), "2024-11-03 01:30:00.000000", "America/New_York",
+     datetime(2024, 11, 3, 5, 30, tzinfo=timezone.utc)),
+    (gen.ColumnDef("X", "DATETIME"), datetime(2024, 11, 3, 1, 30, tzinfo=timezone.utc), "America/New_York",
+     datetime(2024, 11, 3, 1, 30, tzinfo=timezone.utc)),
+    (gen.ColumnDef("X", "TIME"), "07:05:09", "UTC", "07:05:09.000000"),
+    (gen.ColumnDef("X", "TIME"), time(7, 5, 9, 120000), "UTC", "07:05:09.120000"),
+    (gen.ColumnDef("X", "NUMERIC", 0, 5, -2), "12300", "UTC", Decimal(12300)),
+    (gen.ColumnDef("X", "NUMERIC", 0, 5, -2), (123).to_bytes(1, "big"), "UTC", Decimal(12300)),
+    (gen.ColumnDef("X", "NUMERIC", 0, 39, 2), "-1.5", "UTC", "-1.50"),
+    (gen.ColumnDef("X", "NUMERIC", 0, 38, -1), "10", "UTC", "10"),
+    (gen.ColumnDef("X", "NUMERIC", 0, 2, 5), (-7).to_bytes(1, "big", signed=True), "UTC", Decimal("-0.00007")),
+    (gen.ColumnDef("X", "UINT8"), "18446744073709551615", "UTC", Decimal(2 ** 64 - 1)),
+    (gen.ColumnDef("X", "BOOLEAN"), "false", "UTC", False),
+    (gen.ColumnDef("X", "BLOB"), "00FF", "UTC", b"\x00\xff"),
+    (gen.ColumnDef("X", "REAL4"), "0.1", "UTC", struct.unpack("<f", struct.pack("<f", 0.1))[0]),
+    (gen.ColumnDef("X", "CLOB"), "12", "UTC", "12"),
+])
+def test_expected_value(column, sent, time_zone, expected):
+    actual = gen.expected_value(column, sent, time_zone)
+    assert actual == expected and type(actual) is type(expected)

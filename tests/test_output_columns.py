@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DoubleType, FloatType, IntegerType,
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DateType, DecimalType, IntegerType,
                                LongType, StringType, StructField, StructType, TimestampType)
 
 from conftest import (BEFORE_IMAGE, HEADER_COLUMNS, MASK_COLUMNS, SOURCE, assert_same_rows, collect_plain,
@@ -21,13 +21,12 @@ TABLE = "HR.EMPLOYEES"
 EMPLOYEES = next(t for t in default_tables() if t.name == TABLE)
 TABLE_COLUMNS = [c.name for c in EMPLOYEES.columns]
 
-# The Spark type of each source type as the generator sends it (Replicate's logical types off:
-# DATE, DATETIME and NUMERIC arrive as strings).
-SPARK_TYPE_OF_SOURCE_TYPE = {
-    "INT1": IntegerType(), "INT2": IntegerType(), "INT4": IntegerType(), "INT8": LongType(),
-    "REAL4": FloatType(), "REAL8": DoubleType(), "BOOLEAN": BooleanType(), "STRING": StringType(),
-    "WSTRING": StringType(), "BYTES": BinaryType(), "DATE": StringType(), "DATETIME": StringType(),
-    "NUMERIC": StringType(),
+# The Spark types of the table's columns: the generator sends DATE, DATETIME and NUMERIC as text
+# (Replicate's logical types off) and the metadata's source types type them.
+EMPLOYEES_TYPES = {
+    "EMP_ID": IntegerType(), "FIRST_NAME": StringType(), "LAST_NAME": StringType(), "EMAIL": StringType(),
+    "HIRE_DATE": DateType(), "SALARY": DecimalType(10, 2), "DEPT_ID": IntegerType(), "IS_ACTIVE": BooleanType(),
+    "PHOTO": BinaryType(), "UPDATED_AT": TimestampType(),
 }
 HEADER_TYPES = {
     "header__schema_id": StringType(), "header__table_version": LongType(), "header__operation": StringType(),
@@ -64,7 +63,7 @@ def test_columns_are_the_table_columns_in_ordinal_order_then_the_headers(employe
 
 def test_column_types_follow_the_avro_types_and_the_design(employees_df):
     schema = employees_df.schema
-    table_fields = [StructField(c.name, SPARK_TYPE_OF_SOURCE_TYPE[c.source_type]) for c in EMPLOYEES.columns]
+    table_fields = [StructField(name, EMPLOYEES_TYPES[name]) for name in TABLE_COLUMNS]
     assert [(f.name, f.dataType) for f in schema.fields[:len(TABLE_COLUMNS)]] == \
         [(f.name, f.dataType) for f in table_fields]
     assert {name: schema[name].dataType for name in HEADER_COLUMNS} == HEADER_TYPES

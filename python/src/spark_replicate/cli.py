@@ -22,13 +22,17 @@ def _add_generate_arguments(parser: argparse.ArgumentParser) -> None:
                         help="container records: Kafka-style record with a `value` field, or bare bytes")
     parser.add_argument("--md-in-data-topics", action="store_true",
                         help="also write the metadata messages into the data topics")
+    parser.add_argument("--logical-types", action="store_true",
+                        help="send values as Replicate does with its logical data types on (Avro date, "
+                             "time-millis, timestamp-micros and decimal)")
 
 
 def _generate(out_dir: Path, args: argparse.Namespace, keep_messages: bool = False) -> generate.LandingZone:
     return generate.generate_landing_zone(
         out_dir, messages=args.messages, seed=args.seed, framing=args.framing,
         files_per_topic=args.files_per_topic, codec=args.codec, value_schema=args.value_schema,
-        md_in_data_topics=args.md_in_data_topics, keep_messages=keep_messages, overwrite=True)
+        md_in_data_topics=args.md_in_data_topics, keep_messages=keep_messages, overwrite=True,
+        logical_types=args.logical_types)
 
 
 def _run_generate(args: argparse.Namespace) -> int:

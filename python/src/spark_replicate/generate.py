@@ -24,15 +24,20 @@ import shutil
 import struct
 import zlib
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Context, Decimal
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
+from zoneinfo import ZoneInfo
 
 import fastavro
 from fastavro.write import Writer
 
 __all__ = [
+    "AddColumn",
+    "AlterColumn",
     "ColumnDef",
+    "DropColumn",
     "DataMessage",
     "ENVELOPE_SCHEMA",
     "KAFKA_RECORD_SCHEMA",
@@ -43,7 +48,9 @@ __all__ = [
     "TableDef",
     "data_schema",
     "default_tables",
+    "decimal_type",
     "encode_envelope",
+    "expected_value",
     "generate_landing_zone",
     "mask_bytes",
     "mask_ordinals",
@@ -89,26 +96,54 @@ KAFKA_RECORD_SCHEMA: dict = {
 _PARSED_ENVELOPE = fastavro.parse_schema(ENVELOPE_SCHEMA)
 _PARSED_KAFKA_RECORD = fastavro.parse_schema(KAFKA_RECORD_SCHEMA)
 
-# Avro type of each source type as Replicate sends it with "logical data types" OFF.
+# Avro type of each source type as Replicate sends it with "logical data types" OFF: numbers,
+# booleans and bytes native, dates, times, timestamps and decimals as their text.
 _AVRO_TYPE = {
     "INT1": "int",
     "INT2": "int",
     "INT4": "int",
     "INT8": "long",
+    "UINT1": "int",
+    "UINT2": "int",
+    "UINT4": "long",
+    "UINT8": "string",
     "REAL4": "float",
     "REAL8": "double",
     "BOOLEAN": "boolean",
     "STRING": "string",
     "WSTRING": "string",
+    "CLOB": "string",
+    "NCLOB": "string",
     "BYTES": "bytes",
+    "BLOB": "bytes",
     "DATE": "string",
+    "TIME": "string",
     "DATETIME": "string",
     "NUMERIC": "string",
 }
+# What changes with "logical data types" ON (NUMERIC: see ColumnDef.avro_schema).
+_LOGICAL_AVRO_TYPE = {
+    "DATE": {"type": "int", "logicalType": "date"},
+    "TIME": {"type": "int", "logicalType": "time-millis"},
+    "DATETIME": {"type": "long", "logicalType": "timestamp-micros"},
+    "UINT8": {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 0},
+}
+# How values are encoded: Replicate with logical data types off (the default) or on, or every
+# value as its text (what pipelines that re-encode Replicate's JSON messages as Avro send).
+ENCODINGS = ("text", "logical", "all-text")
 # MD `length` when the column declares none: display width of integers, typical string sizes.
-_NATURAL_LENGTH = {"INT1": 3, "INT2": 5, "INT4": 10, "INT8": 19, "STRING": 255, "WSTRING": 255, "BYTES": 2000}
-_INTEGER_TYPES = ("INT1", "INT2", "INT4", "INT8")
+_NATURAL_LENGTH = {"INT1": 3, "INT2": 5, "INT4": 10, "INT8": 19, "UINT1": 3, "UINT2": 5, "UINT4": 10, "UINT8": 20,
+                   "STRING": 255, "WSTRING": 255, "BYTES": 2000}
+_INTEGER_TYPES = ("INT1", "INT2", "INT4", "INT8", "UINT1", "UINT2", "UINT4")
+_INTEGER_RANGE = {"INT1": 101, "INT2": 10_000, "INT4": 1_000_001, "INT8": 10 ** 12 + 1,
+                  "UINT1": 256, "UINT2": 65_536, "UINT4": 2 ** 32}
+# The values each integer type holds: an ALTER may change one into another that holds them all.
+_INTEGER_BOUNDS = {"INT1": (-2 ** 7, 2 ** 7 - 1), "INT2": (-2 ** 15, 2 ** 15 - 1), "INT4": (-2 ** 31, 2 ** 31 - 1),
+                   "INT8": (-2 ** 63, 2 ** 63 - 1), "UINT1": (0, 2 ** 8 - 1), "UINT2": (0, 2 ** 16 - 1),
+                   "UINT4": (0, 2 ** 32 - 1), "UINT8": (0, 2 ** 64 - 1)}
 _STRING_TYPES = ("STRING", "WSTRING")
+_TEXT_TYPES = ("STRING", "WSTRING", "CLOB", "NCLOB")
+_BINARY_TYPES = ("BYTES", "BLOB")
 # Named types of the MD schema: a column record may not reuse these names.
 _MD_TYPE_NAMES = {"MetadataMessage", "Lineage", "TableStructure", "TableColumns"}
 _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -121,6 +156,7 @@ OPERATION_MIX = (0.5, 0.4, 0.1)
 MAX_TRANSACTION = 5
 _TASK_START_US = 1_714_644_672_345_000  # 2024-05-02 10:11:12.345 UTC
 _EPOCH = datetime(1970, 1, 1)
+_WIDE_DECIMALS = Context(prec=1000)  # exact arithmetic on decimals of any precision
 _SERVER = "replicate-01.example.com"
 _TASK = "erp-to-kafka"
 
@@ -136,8 +172,16 @@ class ColumnDef:
 
     ``length=None`` means the type's natural MD length; ``nullable=None`` means "nullable unless
     it is a key column". ``choices`` makes the generator draw values from a fixed list, to keep
-    names, codes and statuses looking real. ``max_words`` bounds the words of a generated
-    STRING/WSTRING value (1 to ``max_words``, then cut to ``length``): raise it for long text.
+    names, codes and statuses looking real, or to pin edge cases; choices are source values, sent
+    in the landing zone's encoding: ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``date``,
+    ``time`` (whole milliseconds), naive ``datetime`` (the source's wall clock) and, for NUMERIC,
+    the plain decimal text (``"-12.30"``). When values are sent as text, a ``str`` choice of any
+    type goes out as it is: that is how a test sends a value that does not parse (``"2023-02-30"``
+    as a DATE). ``max_words`` bounds the words of a generated text
+    value (1 to ``max_words``, then cut to ``length``): raise it for long text.
+
+    NUMERIC takes any scale: a negative scale holds multiples of 10**-scale (Oracle's NUMBER(5,-2)),
+    a scale above the precision values below 10**(precision-scale) (NUMBER(2,5)).
     """
 
     name: str
@@ -156,10 +200,11 @@ class ColumnDef:
         if self.source_type not in _AVRO_TYPE:
             raise ValueError(f"column {self.name}: unsupported source type {self.source_type!r}; "
                              f"supported: {', '.join(_AVRO_TYPE)}")
-        if self.source_type == "NUMERIC" and not 0 <= self.scale <= self.precision > 0:
-            raise ValueError(f"column {self.name}: NUMERIC needs a precision > 0 and 0 <= scale <= precision")
+        if self.source_type == "NUMERIC" and self.precision <= 0:
+            raise ValueError(f"column {self.name}: NUMERIC needs a precision > 0")
         if self.max_words < 1:
             raise ValueError(f"column {self.name}: max_words must be at least 1")
+        object.__setattr__(self, "choices", tuple(self.choices))
         if self.length is None:
             object.__setattr__(self, "length", _NATURAL_LENGTH.get(self.source_type, 0))
         if self.nullable is None:
@@ -169,15 +214,72 @@ class ColumnDef:
 
     @property
     def avro_type(self) -> str:
+        """The Avro type with Replicate's logical data types off."""
         return _AVRO_TYPE[self.source_type]
+
+    @property
+    def has_decimal_type(self) -> bool:
+        """Whether NUMERIC(p, s) can be an Avro decimal, which needs 0 <= s <= p."""
+        return 0 <= self.scale <= self.precision
+
+    def avro_schema(self, encoding: str = "text"):
+        """The Avro type of the column's values in ``encoding`` (see ``ENCODINGS``). With logical
+        types on, a NUMERIC whose scale Avro's decimal cannot express is sent as its unscaled
+        two's-complement bytes, scaled by the MD's ``scale``."""
+        t = self.source_type
+        if encoding == "all-text":
+            return "string"
+        if encoding == "logical":
+            if t == "NUMERIC":
+                return ({"type": "bytes", "logicalType": "decimal", "precision": self.precision, "scale": self.scale}
+                        if self.has_decimal_type else "bytes")
+            return _LOGICAL_AVRO_TYPE.get(t, _AVRO_TYPE[t])
+        return _AVRO_TYPE[t]
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    """``ALTER TABLE ADD``: a nullable non-key column after the others."""
+
+    column: ColumnDef
+
+
+@dataclass(frozen=True)
+class DropColumn:
+    """``ALTER TABLE DROP COLUMN``: the columns after it move one ordinal down."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class AlterColumn:
+    """``ALTER TABLE ALTER COLUMN``: ``column`` replaces the same-named column at its ordinal.
+    Live rows keep their values, so the new type must hold them: a wider integer type, REAL4 to
+    REAL8, NUMERIC with a larger precision and the same scale, or an integer or text type to
+    STRING/WSTRING (integers become their decimal text)."""
+
+    column: ColumnDef
+
+
+def _alterable(old: ColumnDef, new: ColumnDef) -> bool:
+    a, b = old.source_type, new.source_type
+    if a in _INTEGER_BOUNDS and b in _INTEGER_BOUNDS and b != "UINT8":
+        return _INTEGER_BOUNDS[b][0] <= _INTEGER_BOUNDS[a][0] and _INTEGER_BOUNDS[a][1] <= _INTEGER_BOUNDS[b][1]
+    if b in _STRING_TYPES:
+        return a in _INTEGER_TYPES or a in _TEXT_TYPES
+    if a == b == "NUMERIC":
+        return new.precision >= old.precision and new.scale == old.scale
+    return (a, b) == ("REAL4", "REAL8")
 
 
 @dataclass(frozen=True)
 class TableDef:
     """A source table published to ``topic``.
 
-    Each column of ``added_columns`` is added by an ``ALTER TABLE ADD`` part-way through the
-    CDC stream, so the table gets one more version (new schemaId, tableVersion + 1) per column.
+    Each change of ``added_columns`` (an ``ALTER TABLE ADD`` per column), then of ``changes``
+    (``AddColumn``, ``DropColumn``, ``AlterColumn``), happens part-way through the CDC stream,
+    spread evenly: the table gets one more version (new schemaId, tableVersion + 1) per change.
+    Key columns can be neither dropped nor altered.
     """
 
     schema: str
@@ -185,20 +287,21 @@ class TableDef:
     topic: str
     columns: tuple[ColumnDef, ...]
     added_columns: tuple[ColumnDef, ...] = ()
+    changes: tuple = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", tuple(self.columns))
         object.__setattr__(self, "added_columns", tuple(self.added_columns))
-        names = [c.name for c in self.columns + self.added_columns]
+        object.__setattr__(self, "changes", tuple(self.changes))
+        names = [c.name for c in self.columns]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.name}: duplicate column names")
         positions = sorted(c.pk_position for c in self.columns if c.pk_position)
         if positions != list(range(1, len(positions) + 1)) or not positions:
             raise ValueError(f"{self.name}: needs a primary key with positions 1..n")
-        if any(c.pk_position or not c.nullable for c in self.added_columns):
-            raise ValueError(f"{self.name}: added columns must be nullable non-key columns")
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", self.topic):
             raise ValueError(f"{self.name}: topic {self.topic!r} is not a valid directory name")
+        self.version_columns(len(self.ddl) + 1)  # replays the changes, which checks them
 
     @property
     def name(self) -> str:
@@ -209,6 +312,47 @@ class TableDef:
     def key_columns(self) -> list[ColumnDef]:
         """Key columns in primary-key order (not necessarily ordinal order)."""
         return sorted((c for c in self.columns if c.pk_position), key=lambda c: c.pk_position)
+
+    @property
+    def ddl(self) -> tuple:
+        """Every schema change in order: version n is the table after the first n - 1."""
+        return tuple(AddColumn(c) for c in self.added_columns) + self.changes
+
+    def version_columns(self, version: int) -> tuple[ColumnDef, ...]:
+        """The columns of table version ``version`` (1-based), in ordinal order."""
+        columns = self.columns
+        seen = {c.name for c in columns}
+        for change in self.ddl[:version - 1]:
+            columns = _apply_change(self.name, columns, change, seen)
+        return columns
+
+
+def _apply_change(table: str, columns: tuple[ColumnDef, ...], change, seen: set) -> tuple[ColumnDef, ...]:
+    """The columns after one DDL; ``seen`` (every name the table ever had) keeps names unique."""
+    by_name = {c.name: c for c in columns}
+    if isinstance(change, AddColumn):
+        column = change.column
+        if column.name in seen:
+            raise ValueError(f"{table}: duplicate column names ({column.name} is added again)")
+        if column.pk_position or not column.nullable:
+            raise ValueError(f"{table}: added columns must be nullable non-key columns")
+        seen.add(column.name)
+        return columns + (column,)
+    if isinstance(change, DropColumn):
+        name = change.name
+    elif isinstance(change, AlterColumn):
+        name = change.column.name
+    else:
+        raise ValueError(f"{table}: {change!r} is not an AddColumn, DropColumn or AlterColumn")
+    old = by_name.get(name)
+    if old is None or old.pk_position:
+        raise ValueError(f"{table}: {change!r} names no non-key column of the table")
+    if isinstance(change, DropColumn):
+        return tuple(c for c in columns if c.name != name)
+    if not change.column.nullable or change.column.pk_position or not _alterable(old, change.column):
+        raise ValueError(f"{table}: {change!r} cannot keep the values of {old.source_type} column {name} "
+                         "(see AlterColumn for the changes allowed)")
+    return tuple(change.column if c.name == name else c for c in columns)
 
 
 _FIRST_NAMES = ("Ana", "Bjorn", "Chloe", "Dmitri", "Emile", "Fatima", "Giulia", "Hiroshi", "Ines",
@@ -297,13 +441,14 @@ def mask_ordinals(mask: bytes) -> list[int]:
     return [i + 1 for i in range(value.bit_length()) if value >> i & 1]
 
 
-def _nullable(avro_type: str) -> list:
-    return [{"type": "null"}, {"type": avro_type}]
+def _nullable(avro_type) -> list:
+    return [{"type": "null"}, avro_type if isinstance(avro_type, dict) else {"type": avro_type}]
 
 
-def data_schema(columns, headers_version: str = "7.0") -> dict:
+def data_schema(columns, headers_version: str = "7.0", encoding: str = "text") -> dict:
     """The DataRecord schema Replicate sends in an MD's ``dataSchema``, shaped like the real
-    sample: no namespace, every column ``[null, T]`` in ordinal order."""
+    sample: no namespace, every column ``[null, T]`` in ordinal order, ``T`` as ``encoding``
+    (see ``ENCODINGS``) has it."""
     headers = [
         {"name": "operation", "type": {"type": "enum", "name": "operation", "symbols": list(OPERATIONS)}},
         {"name": "changeSequence", "type": {"type": "string"}},
@@ -321,7 +466,7 @@ def data_schema(columns, headers_version: str = "7.0") -> dict:
         ]
     return {"type": "record", "name": "DataRecord", "fields": [
         {"name": "data", "type": {"type": "record", "name": "Data", "fields": [
-            {"name": c.name, "type": _nullable(c.avro_type)} for c in columns]}},
+            {"name": c.name, "type": _nullable(c.avro_schema(encoding))} for c in columns]}},
         {"name": "beforeData", "type": [{"type": "null"}, "Data"]},
         {"name": "headers", "type": {"type": "record", "name": "Headers", "fields": headers}},
     ]}
@@ -414,9 +559,9 @@ def _float32(value: float) -> float:
 
 
 def _text_generator(column: ColumnDef, rng: random.Random) -> Callable[[], str]:
-    """One to ``max_words`` (default three) words, cut to the column length; WSTRING words include
-    non-ASCII text."""
-    words = _WIDE_WORDS if column.source_type == "WSTRING" else _ASCII_WORDS
+    """One to ``max_words`` (default three) words, cut to the column length; WSTRING and NCLOB
+    words include non-ASCII text."""
+    words = _WIDE_WORDS if column.source_type in ("WSTRING", "NCLOB") else _ASCII_WORDS
     rand, n, limit, most = rng.random, len(words), column.length or None, column.max_words
 
     def text() -> str:
@@ -425,60 +570,137 @@ def _text_generator(column: ColumnDef, rng: random.Random) -> Callable[[], str]:
     return text
 
 
+def _plain_decimal(unscaled: int, scale: int) -> str:
+    """The plain text of ``unscaled * 10**-scale`` with exactly ``max(scale, 0)`` fraction digits."""
+    sign, digits = ("-" if unscaled < 0 else ""), abs(unscaled)
+    if scale <= 0:
+        return f"{sign}{digits * 10 ** -scale}"
+    whole, fraction = divmod(digits, 10 ** scale)
+    return f"{sign}{whole}.{fraction:0{scale}d}"
+
+
 def _numeric_generator(column: ColumnDef, rng: random.Random) -> Callable[[], str]:
     """NUMERIC(p,s) as Replicate's string form, e.g. "12345.67"; a few negatives."""
     precision, scale, rand, randrange = column.precision, column.scale, rng.random, rng.randrange
 
     def numeric() -> str:
         unscaled = randrange(10 ** (1 + int(rand() * precision)))
-        sign = "-" if rand() < 0.05 and unscaled else ""
-        if not scale:
-            return f"{sign}{unscaled}"
-        whole, fraction = divmod(unscaled, 10 ** scale)
-        return f"{sign}{whole}.{fraction:0{scale}d}"
+        return _plain_decimal(-unscaled if rand() < 0.05 else unscaled, scale)
     return numeric
 
 
-def _base_generator(column: ColumnDef, rng: random.Random) -> Callable[[], Any]:
-    """A generator of non-null values of ``column``, as encoded on the wire. Draws use
-    ``random()`` arithmetic rather than ``randint``/``choice``: several times faster."""
+def _source_generator(column: ColumnDef, rng: random.Random) -> Callable[[], Any]:
+    """A generator of non-null source values of ``column`` (see ``ColumnDef.choices`` for their
+    Python types). Draws use ``random()`` arithmetic rather than ``randint``/``choice``: several
+    times faster."""
     t, rand = column.source_type, rng.random
     if column.choices:
         choices, n = column.choices, len(column.choices)
         return lambda: choices[int(rand() * n)]
     if t in _INTEGER_TYPES:
-        size = {"INT1": 101, "INT2": 10_000, "INT4": 1_000_001, "INT8": 10 ** 12 + 1}[t]
+        size = _INTEGER_RANGE[t]
         return lambda: int(rand() * size)
+    if t == "UINT8":
+        return lambda: rng.getrandbits(64)
     if t == "REAL4":
-        return lambda: _float32(rand() * 100)
+        return lambda: rand() * 100
     if t == "REAL8":
         return lambda: rand() * 10_000
     if t == "BOOLEAN":
         return lambda: rand() < 0.5
-    if t in _STRING_TYPES:
+    if t in _TEXT_TYPES:
         return _text_generator(column, rng)
-    if t == "BYTES":
+    if t in _BINARY_TYPES:
         sizes = min(column.length or 64, 64) + 1
         return lambda: rng.randbytes(int(rand() * sizes))
     if t == "DATE":
         first, days = date(1990, 1, 1).toordinal(), 35 * 365
-        return lambda: date.fromordinal(first + int(rand() * days)).isoformat()
+        return lambda: date.fromordinal(first + int(rand() * days))
+    if t == "TIME":
+        # Whole milliseconds, the precision of Avro's time-millis.
+        return lambda: (datetime.min + timedelta(milliseconds=int(rand() * 86_400_000))).time()
     if t == "DATETIME":
         start, span_us = datetime(2000, 1, 1), 25 * 365 * 86_400 * 10 ** 6
-        return lambda: (start + timedelta(microseconds=int(rand() * span_us))).isoformat(" ", "microseconds")
+        return lambda: start + timedelta(microseconds=int(rand() * span_us))
     return _numeric_generator(column, rng)
 
 
-def _value_generator(column: ColumnDef, rng: random.Random) -> Callable[[], Any]:
+def _unscaled_bytes(text: str, scale: int) -> bytes:
+    """A decimal's unscaled value at ``scale`` as Avro decimals carry it: two's complement, big-endian."""
+    scaled = Decimal(text).scaleb(scale, _WIDE_DECIMALS)
+    if scaled != scaled.to_integral_value():
+        raise ValueError(f"{text} has more fraction digits than the scale {scale}")
+    unscaled = int(scaled)
+    return unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True)
+
+
+def _text_encoder(column: ColumnDef) -> Callable[[Any], Any] | None:
+    """Source value → wire value with logical data types off; None: sent as it is."""
+    t = column.source_type
+    if t == "REAL4":
+        return _float32
+    if t == "DATE":
+        return date.isoformat
+    if t == "TIME":
+        return time.isoformat
+    if t == "DATETIME":
+        return lambda value: value.isoformat(" ", "microseconds")
+    if t == "UINT8":
+        return str
+    return None
+
+
+def _logical_encoder(column: ColumnDef) -> Callable[[Any], Any] | None:
+    """Source value → wire value with logical data types on (as fastavro takes them)."""
+    t = column.source_type
+    if t == "REAL4":
+        return _float32
+    if t == "DATETIME":  # the source's wall clock, sent as if it were UTC
+        return lambda value: value.replace(tzinfo=timezone.utc)
+    if t == "UINT8":
+        return Decimal
+    if t == "NUMERIC":
+        scale = column.scale
+        return Decimal if column.has_decimal_type else lambda value: _unscaled_bytes(value, scale)
+    return None
+
+
+def _all_text_encoder(column: ColumnDef) -> Callable[[Any], Any] | None:
+    """Source value → its text: numbers in decimal, booleans ``true``/``false``, bytes in hex."""
+    t = column.source_type
+    if t in _INTEGER_TYPES or t == "REAL8":
+        return repr
+    if t == "REAL4":
+        return lambda value: repr(_float32(value))
+    if t == "BOOLEAN":
+        return lambda value: "true" if value else "false"
+    if t in _BINARY_TYPES:
+        return lambda value: value.hex().upper()
+    return _text_encoder(column)
+
+
+_ENCODERS = {"text": _text_encoder, "logical": _logical_encoder, "all-text": _all_text_encoder}
+
+
+def _base_generator(column: ColumnDef, rng: random.Random, encoding: str = "text") -> Callable[[], Any]:
+    """A generator of non-null values of ``column``, as encoded on the wire."""
+    source, encode = _source_generator(column, rng), _ENCODERS[encoding](column)
+    if encode is not None and encoding != "logical" and any(isinstance(c, str) for c in column.choices):
+        typed = encode
+        encode = lambda value: value if isinstance(value, str) else typed(value)  # noqa: E731
+    return source if encode is None else lambda: encode(source())
+
+
+def _value_generator(column: ColumnDef, rng: random.Random, encoding: str = "text") -> Callable[[], Any]:
     """Values of ``column``, null about NULL_RATE of the time when the column is nullable."""
-    base = _base_generator(column, rng)
+    base = _base_generator(column, rng, encoding)
     if not column.nullable:
         return base
     rand = rng.random
     return lambda: None if rand() < NULL_RATE else base()
 
 
-def _key_generator(table: TableDef, rng: random.Random) -> Callable[[], tuple]:
+def _key_generator(table: TableDef, rng: random.Random, encoding: str = "text") -> Callable[[], tuple]:
     """Key tuples in primary-key order. The last integer or string key column carries a per-table
     sequence, which keeps keys unique; the other key columns are drawn at random."""
     key_columns = table.key_columns
@@ -487,12 +709,78 @@ def _key_generator(table: TableDef, rng: random.Random) -> Callable[[], tuple]:
     gens = []
     for column in key_columns:
         if column in sequenced and column.source_type in _INTEGER_TYPES:
-            gens.append(lambda: next(counter))
+            encode = _ENCODERS[encoding](column)
+            gens.append((lambda: next(counter)) if encode is None else lambda: encode(next(counter)))
         elif column in sequenced:
             gens.append(lambda: str(next(counter)))
         else:
-            gens.append(_base_generator(column, rng))
+            gens.append(_base_generator(column, rng, encoding))
     return lambda: tuple(gen() for gen in gens)
+
+
+def _altered_value(old: ColumnDef, new: ColumnDef) -> Callable[[Any], Any]:
+    """What a live row's value becomes when ``AlterColumn`` turns ``old`` into ``new``."""
+    if new.source_type in _STRING_TYPES and old.source_type not in _TEXT_TYPES:
+        return lambda value: None if value is None else str(value)
+    return lambda value: value
+
+
+# --------------------------------------------------------------------------------------------
+# The oracle: what a reader must return for a value
+# --------------------------------------------------------------------------------------------
+
+
+def decimal_type(column: ColumnDef) -> tuple[int, int] | None:
+    """(precision, scale) of the Spark decimal that holds every value of a NUMERIC or UINT8
+    column, or None when no decimal of at most 38 digits does (the reader returns text then)."""
+    if column.source_type == "UINT8":
+        return 20, 0
+    p, s = column.precision, column.scale
+    precision, scale = (p - s, 0) if s < 0 else (max(p, s), s)
+    return (precision, scale) if 0 < precision <= 38 else None
+
+
+def expected_value(column: ColumnDef, value: Any, time_zone: str = "UTC") -> Any:
+    """The value the reader returns for ``value`` as the generator encoded it (any encoding),
+    as PySpark collects it: int, float, bool, str, bytes, ``date``, ``Decimal``, an aware UTC
+    ``datetime``. TIME is the text ``HH:MM:SS.ffffff``; NUMERIC beyond 38 digits its exact plain
+    text at the column's scale. DATETIME text is a wall clock in ``time_zone``; in a DST gap or
+    overlap it resolves as ``zoneinfo`` does with ``fold=0``. Avro timestamps are instants."""
+    if value is None:
+        return None
+    t = column.source_type
+    if isinstance(value, str) and t not in _TEXT_TYPES:
+        value = _parse_text(t, value, time_zone)
+    if t == "TIME":
+        return f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}"
+    if t == "DATETIME":
+        return value.astimezone(timezone.utc)
+    if t == "REAL4":
+        return _float32(value)
+    if t in ("NUMERIC", "UINT8"):
+        if isinstance(value, bytes):
+            value = Decimal(f"{int.from_bytes(value, 'big', signed=True)}E{-column.scale}")
+        exact = Decimal(value).quantize(Decimal(f"1E{-max(column.scale, 0)}"), context=_WIDE_DECIMALS)
+        return exact if decimal_type(column) else format(exact, "f")
+    return value
+
+
+def _parse_text(source_type: str, text: str, time_zone: str) -> Any:
+    if source_type in _INTEGER_TYPES:
+        return int(text)
+    if source_type in ("REAL4", "REAL8"):
+        return float(text)
+    if source_type == "BOOLEAN":
+        return text.lower() in ("true", "1")
+    if source_type in _BINARY_TYPES:
+        return bytes.fromhex(text)
+    if source_type == "DATE":
+        return date.fromisoformat(text)
+    if source_type == "TIME":
+        return time.fromisoformat(text)
+    if source_type == "DATETIME":
+        return datetime.fromisoformat(text).replace(tzinfo=ZoneInfo(time_zone), fold=0)
+    return text  # NUMERIC and UINT8: exact from their text
 
 
 # --------------------------------------------------------------------------------------------
@@ -677,9 +965,9 @@ class _TableVersion:
     """Everything needed to describe and encode one version of a table, built once."""
 
     def __init__(self, table: TableDef, columns: tuple[ColumnDef, ...], number: int, headers_version: str,
-                 embed_data_schema: bool):
+                 embed_data_schema: bool, encoding: str):
         self.table, self.columns, self.number = table, columns, number
-        schema = data_schema(columns, headers_version)
+        schema = data_schema(columns, headers_version, encoding)
         self.data_schema_json = _compact_json(schema)
         self.schema_id = hashlib.md5(f"{table.name}/{number}/{self.data_schema_json}".encode()).hexdigest().upper()
         self.column_order = _shuffled_column_order(table, columns)
@@ -755,23 +1043,24 @@ class _TableState:
     message quotas. Row dicts are replaced, never mutated, because messages share them."""
 
     def __init__(self, table: TableDef, rng: random.Random, quota: int, headers_version: str,
-                 embed_data_schema: bool, refresh_share: float = REFRESH_SHARE):
+                 embed_data_schema: bool, refresh_share: float = REFRESH_SHARE, encoding: str = "text"):
         self.table = table
-        self._rand = rng.random
-        self._schema_options = (headers_version, embed_data_schema)
+        self._rng, self._rand, self._encoding = rng, rng.random, encoding
+        self._schema_options = (headers_version, embed_data_schema, encoding)
         self.versions = [_TableVersion(table, table.columns, 1, *self._schema_options)]
         self.rows: dict[tuple, dict] = {}
         self._images: dict[tuple, bytes] = {}
         self._keys: list[tuple] = []
         self._key_index: dict[tuple, int] = {}
-        self._new_key = _key_generator(table, rng)
-        self._gens = {c.name: _value_generator(c, rng) for c in table.columns + table.added_columns}
+        self._new_key = _key_generator(table, rng, encoding)
+        self._gens = {c.name: _value_generator(c, rng, encoding) for c in table.columns}
         self.key_names = [c.name for c in table.key_columns]
         self.refresh_quota = round(quota * refresh_share)
         self.cdc_left = quota - self.refresh_quota
         self.cdc_done = 0
-        step = self.cdc_left / (len(table.added_columns) + 1)
-        self._ddl_points = [round(step * (i + 1)) for i in range(len(table.added_columns))]
+        changes = len(table.ddl)
+        step = self.cdc_left / (changes + 1)
+        self._ddl_points = [round(step * (i + 1)) for i in range(changes)]
 
     @property
     def version(self) -> _TableVersion:
@@ -780,13 +1069,21 @@ class _TableState:
     def ddl_due(self) -> bool:
         return bool(self._ddl_points) and self.cdc_done >= self._ddl_points[0]
 
-    def add_column(self) -> _TableVersion:
-        """ALTER TABLE ADD COLUMN: a new version; live rows get NULL in the new column."""
+    def next_version(self) -> _TableVersion:
+        """The table's next DDL: a new version. Live rows follow it: NULL in an added column, a
+        dropped column gone, an altered column's values kept in its new type."""
         self._ddl_points.pop(0)
-        columns = self.version.columns + (self.table.added_columns[len(self.versions) - 1],)
-        self.versions.append(_TableVersion(self.table, columns, len(self.versions) + 1, *self._schema_options))
-        new_name = columns[-1].name
-        self.rows = {key: {**row, new_name: None} for key, row in self.rows.items()}
+        previous = {c.name: c for c in self.version.columns}
+        number = len(self.versions) + 1
+        self.versions.append(_TableVersion(self.table, self.table.version_columns(number), number,
+                                           *self._schema_options))
+        moves = []
+        for column in self.version.columns:
+            old = previous.get(column.name)
+            if old != column:
+                self._gens[column.name] = _value_generator(column, self._rng, self._encoding)
+            moves.append((column.name, (lambda value: None) if old is None else _altered_value(old, column)))
+        self.rows = {key: {name: move(row.get(name)) for name, move in moves} for key, row in self.rows.items()}
         self._images.clear()
         return self.version
 
@@ -881,7 +1178,8 @@ class _Task:
     def __init__(self, root: Path, tables: list[TableDef], messages: int, settings: _Settings,
                  files_per_topic: int, before_images: bool, headers_version: str,
                  embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool,
-                 operation_mix: tuple[float, float, float] = OPERATION_MIX, refresh_share: float = REFRESH_SHARE):
+                 operation_mix: tuple[float, float, float] = OPERATION_MIX, refresh_share: float = REFRESH_SHARE,
+                 encoding: str = "text"):
         self._rng = random.Random(settings.seed)
         insert_share, update_share, _ = operation_mix
         self._update_from, self._delete_from = insert_share, insert_share + update_share
@@ -889,7 +1187,7 @@ class _Task:
         self._before_images, self._v7 = before_images, headers_version == "7.0"
         self._md_in_data, self._keep = md_in_data_topics, keep_messages
         quotas = [messages // len(tables) + (i < messages % len(tables)) for i in range(len(tables))]
-        self._states = [_TableState(t, self._rng, q, headers_version, embed_data_schema, refresh_share)
+        self._states = [_TableState(t, self._rng, q, headers_version, embed_data_schema, refresh_share, encoding)
                         for t, q in zip(tables, quotas)]
         self._by_topic: dict[str, list[_TableState]] = {}
         for state in self._states:
@@ -946,7 +1244,7 @@ class _Task:
             plan = self._plan_transaction()
             for state in dict.fromkeys(plan):
                 while state.ddl_due():
-                    self._announce(state, state.add_column())
+                    self._announce(state, state.next_version())
             self._run_transaction(plan)
 
     def _plan_transaction(self) -> list[_TableState]:
@@ -1065,7 +1363,7 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                           embed_data_schema: bool = False, value_schema: str = "record",
                           md_in_data_topics: bool = False, keep_messages: bool = True,
                           overwrite: bool = False, operation_mix: tuple[float, float, float] = OPERATION_MIX,
-                          full_load: bool = True) -> LandingZone:
+                          full_load: bool = True, logical_types: bool = False, all_text: bool = False) -> LandingZone:
     """Write a Replicate landing zone under ``out_dir`` and return what it contains.
 
     ``messages`` DT messages are split evenly among ``tables`` (default :func:`default_tables`);
@@ -1076,10 +1374,19 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     ``operation_mix`` gives the shares of INSERT, UPDATE and DELETE among the CDC changes (three
     non-negative numbers summing to 1); ``full_load=False`` skips the full load, so every data
     message is a CDC change (by default about 20% of each table's messages are REFRESH rows).
+
+    Values are encoded as Replicate sends them with its "logical data types" off (numbers,
+    booleans and bytes native; DATE, TIME, DATETIME, NUMERIC and UINT8 as text), or on with
+    ``logical_types`` (DATE int/date, TIME int/time-millis, DATETIME long/timestamp-micros, NUMERIC
+    bytes/decimal(p,s), UINT8 bytes/decimal(20,0)); ``all_text`` sends every value as its text
+    (bytes in hex). :func:`expected_value` says what a reader returns for each encoded value.
     """
     _check_choice("framing", framing, FRAMINGS)
     _check_choice("value_schema", value_schema, VALUE_SCHEMAS)
     _check_choice("headers_version", headers_version, HEADERS_VERSIONS)
+    if logical_types and all_text:
+        raise ValueError("logical_types and all_text exclude each other")
+    encoding = "logical" if logical_types else "all-text" if all_text else "text"
     if messages < 0 or files_per_topic < 1:
         raise ValueError("messages must be >= 0 and files_per_topic >= 1")
     operation_mix = tuple(float(share) for share in operation_mix)
@@ -1094,12 +1401,13 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     settings = _Settings(framing, codec, sync_interval, value_schema, seed)
     task = _Task(root, tables, messages, settings, files_per_topic, before_images, headers_version,
                  embed_data_schema, md_in_data_topics, keep_messages, operation_mix,
-                 REFRESH_SHARE if full_load else 0.0)
+                 REFRESH_SHARE if full_load else 0.0, encoding)
     files = task.run()
     zone = LandingZone(root, root / SCHEMA_TOPIC, {t.topic: root / t.topic for t in tables}, tables,
                        task.messages, task.metadata, files, task.counts)
     _write_manifest(zone, settings, {"files_per_topic": files_per_topic, "before_images": before_images,
                                      "headers_version": headers_version, "embed_data_schema": embed_data_schema,
                                      "md_in_data_topics": md_in_data_topics, "operation_mix": list(operation_mix),
-                                     "full_load": full_load})
+                                     "full_load": full_load, "logical_types": logical_types,
+                                     "all_text": all_text})
     return zone

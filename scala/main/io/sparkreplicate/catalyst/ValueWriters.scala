@@ -50,7 +50,8 @@ private[catalyst] object ValueWriters {
   def tableColumn(writer: Schema, column: ColumnInfo, typing: ColumnTyping, target: DataType,
       row: InternalRow, ordinal: Int): Step = {
     val natural = typing.sparkType(writer, column)
-    val origin = ValueOrigin.of(column, typing.timeZone)
+    // With `sourceTypes` off, text is kept as sent: the source type must not reformat TIME or NUMERIC text.
+    val origin = if (typing.sourceTypes) ValueOrigin.of(column, typing.timeZone) else ValueOrigin.header(column.name)
     val avro = AvroSchemas.unwrapNullable(writer)
     nullable(writer, row, ordinal, column.name)(
       if (natural == target) value(avro, target, row, ordinal, origin)

@@ -47,18 +47,25 @@ object SourceText {
    */
   def parseDecimal(buf: Array[Byte], offset: Int, length: Int, scale: Int, column: String): JBigDecimal = {
     val text = ascii(buf, offset, length)
-    if (!isDecimalText(text)) fail(buf, offset, length, column, "a decimal number")
-    try new JBigDecimal(text).setScale(scale) catch {
+    def bad = fail(buf, offset, length, column, "a decimal number")
+    if (!isDecimalText(text)) bad
+    val value = try new JBigDecimal(text) catch { case _: NumberFormatException => bad }
+    // An exponent can ask for a billion digits; rescaling to them would take minutes. Text of at
+    // most 400 characters without one never has a scale beyond 400.
+    if (math.abs(value.scale) > MaxScale) bad
+    try value.setScale(scale) catch {
       case _: ArithmeticException => fail(buf, offset, length, column, s"a decimal number with at most $scale fraction digits")
     }
   }
+
+  private val MaxScale = 1000
 
   def parseDouble(buf: Array[Byte], offset: Int, length: Int, column: String): Double = {
     val text = ascii(buf, offset, length)
     // Java's parser also takes hex floats and `1f`/`1d` suffixes, which no database writes.
     if (!isDecimalText(text) && text != "NaN" && text != "Infinity" && text != "-Infinity")
       fail(buf, offset, length, column, "a floating-point number")
-    text.toDouble
+    try text.toDouble catch { case _: NumberFormatException => fail(buf, offset, length, column, "a floating-point number") }
   }
 
   def parseFloat(buf: Array[Byte], offset: Int, length: Int, column: String): Float = {
