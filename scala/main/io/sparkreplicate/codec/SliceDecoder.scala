@@ -21,6 +21,9 @@ final class SliceDecoder extends Decoder {
   private var pos = 0
   private var end = 0
   var field: String = "payload"
+  // What readRecurringString read last in each slot: the bytes, and their String.
+  private val recurringBytes = new Array[Array[Byte]](SliceDecoder.RecurringSlots)
+  private val recurringStrings = new Array[String](SliceDecoder.RecurringSlots)
 
   def reset(bytes: Array[Byte], offset: Int, length: Int): SliceDecoder = {
     buf = bytes
@@ -112,6 +115,25 @@ final class SliceDecoder extends Decoder {
     Utf8Strict.decode(buf, at, length, field)
   }
 
+  /**
+   * [[readString]] for a field whose value mostly repeats (the envelope's type and schema id): when the
+   * bytes equal those last read for the same `slot` (0 until [[SliceDecoder.RecurringSlots]]),
+   * the String decoded then is returned, so a repeat costs a comparison, not a decode.
+   */
+  def readRecurringString(slot: Int): String = {
+    val length = readLength()
+    val at = pos
+    pos += length
+    val last = recurringBytes(slot)
+    if (last != null && java.util.Arrays.equals(last, 0, last.length, buf, at, at + length)) recurringStrings(slot)
+    else {
+      val s = Utf8Strict.decode(buf, at, length, field)
+      recurringBytes(slot) = java.util.Arrays.copyOfRange(buf, at, at + length)
+      recurringStrings(slot) = s
+      s
+    }
+  }
+
   override def skipString(): Unit = skipBytes()
 
   override def readBytes(old: ByteBuffer): ByteBuffer = {
@@ -179,6 +201,11 @@ final class SliceDecoder extends Decoder {
 
   private def malformed(id: ErrorId, detail: String) =
     new MalformedMessageException(id, s"$detail (reading `$field`)")
+}
+
+object SliceDecoder {
+  /** How many fields [[SliceDecoder.readRecurringString]] keeps apart. */
+  val RecurringSlots = 3
 }
 
 /** Strict UTF-8 decoding to a String: invalid bytes are a malformed message, never replaced. */

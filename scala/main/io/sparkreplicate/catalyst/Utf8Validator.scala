@@ -1,0 +1,65 @@
+package io.sparkreplicate.catalyst
+
+import org.apache.spark.unsafe.Platform
+
+/**
+ * Strict UTF-8 validation of a slice, in place: accepts exactly what Spark's
+ * `UTF8String.isValid` and Java's decoder with `CodingErrorAction.REPORT` accept, the well-formed
+ * sequences of Unicode's table 3-7. So no overlong forms (C0, C1, E0 80..9F, F0 80..8F), no
+ * surrogates (ED A0..BF), nothing above U+10FFFF (F4 90.., F5..FF) and no stray or missing
+ * continuation bytes. It runs on every string the reader returns, and that text is nearly all
+ * ASCII: ASCII runs are checked 8 bytes per step, the rest one sequence at a time.
+ */
+object Utf8Validator {
+  private val HighBits = 0x8080808080808080L
+
+  def isValid(bytes: Array[Byte], offset: Int, length: Int): Boolean = {
+    // The word reads below are unchecked: the slice must lie inside the array.
+    if (offset < 0 || length < 0 || offset > bytes.length - length) throw new IndexOutOfBoundsException(
+      s"slice [$offset, $offset + $length) of an array of ${bytes.length} bytes")
+    val end = offset + length
+    var i = offset
+    while (i < end) {
+      while (end - i >= 8 && (Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i) & HighBits) == 0) i += 8
+      if (i < end) {
+        if (bytes(i) >= 0) i += 1
+        else {
+          i = afterSequence(bytes, i, end)
+          if (i < 0) return false
+        }
+      }
+    }
+    true
+  }
+
+  /** The index after the multi-byte sequence that starts at `i`, or -1 when it is ill-formed. */
+  private def afterSequence(bytes: Array[Byte], i: Int, end: Int): Int = {
+    val lead = bytes(i) & 0xff
+    // The second byte's range depends on the lead; the later ones are plain continuations.
+    var size = 3
+    var low = 0x80
+    var high = 0xbf
+    if (lead < 0xc2) return -1 // a continuation byte, or the overlong leads C0 and C1
+    else if (lead < 0xe0) size = 2
+    else if (lead == 0xe0) low = 0xa0 // below A0: overlong
+    else if (lead == 0xed) high = 0x9f // above 9F: surrogates
+    else if (lead >= 0xf0) {
+      if (lead > 0xf4) return -1 // beyond U+10FFFF
+      size = 4
+      if (lead == 0xf0) low = 0x90 // below 90: overlong
+      else if (lead == 0xf4) high = 0x8f // above 8F: beyond U+10FFFF
+    }
+    if (end - i < size) return -1
+    val second = bytes(i + 1) & 0xff
+    if (second < low || second > high) return -1
+    var k = 2
+    while (k < size) {
+      if (!isContinuation(bytes(i + k))) return -1
+      k += 1
+    }
+    i + size
+  }
+
+  /** 80..BF, which as a signed byte is -128..-65. */
+  private def isContinuation(b: Byte): Boolean = b < -64
+}
