@@ -11,7 +11,7 @@ import org.apache.spark.unsafe.Platform
  * ASCII: ASCII runs are checked 8 bytes per step, the rest one sequence at a time.
  */
 object Utf8Validator {
-  private val HighBits = 0x8080808080808080L
+  private final val HighBits = 0x8080808080808080L
 
   def isValid(bytes: Array[Byte], offset: Int, length: Int): Boolean = {
     // The word reads below are unchecked: the slice must lie inside the array.
@@ -20,13 +20,13 @@ object Utf8Validator {
     val end = offset + length
     var i = offset
     while (i < end) {
-      while (end - i >= 8 && (Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i) & HighBits) == 0) i += 8
-      if (i < end) {
-        if (bytes(i) >= 0) i += 1
-        else {
-          i = afterSequence(bytes, i, end)
-          if (i < 0) return false
-        }
+      if (bytes(i) >= 0) {
+        // An ASCII byte: what follows is likely ASCII too, 8 bytes per step while it lasts.
+        i += 1
+        while (end - i >= 8 && (Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i) & HighBits) == 0) i += 8
+      } else {
+        i = afterSequence(bytes, i, end)
+        if (i < 0) return false
       }
     }
     true
@@ -35,29 +35,25 @@ object Utf8Validator {
   /** The index after the multi-byte sequence that starts at `i`, or -1 when it is ill-formed. */
   private def afterSequence(bytes: Array[Byte], i: Int, end: Int): Int = {
     val lead = bytes(i) & 0xff
-    // The second byte's range depends on the lead; the later ones are plain continuations.
-    var size = 3
-    var low = 0x80
-    var high = 0xbf
-    if (lead < 0xc2) return -1 // a continuation byte, or the overlong leads C0 and C1
-    else if (lead < 0xe0) size = 2
-    else if (lead == 0xe0) low = 0xa0 // below A0: overlong
-    else if (lead == 0xed) high = 0x9f // above 9F: surrogates
-    else if (lead >= 0xf0) {
-      if (lead > 0xf4) return -1 // beyond U+10FFFF
-      size = 4
-      if (lead == 0xf0) low = 0x90 // below 90: overlong
-      else if (lead == 0xf4) high = 0x8f // above 8F: beyond U+10FFFF
-    }
-    if (end - i < size) return -1
-    val second = bytes(i + 1) & 0xff
-    if (second < low || second > high) return -1
-    var k = 2
-    while (k < size) {
-      if (!isContinuation(bytes(i + k))) return -1
-      k += 1
-    }
-    i + size
+    if (lead < 0xc2) -1 // a continuation byte, or the overlong leads C0 and C1
+    else if (lead < 0xe0) {
+      if (end - i >= 2 && isContinuation(bytes(i + 1))) i + 2 else -1
+    } else if (lead < 0xf0) {
+      // The second byte's range depends on the lead: E0 80..9F is overlong, ED A0..BF a surrogate.
+      if (end - i < 3) return -1
+      val second = bytes(i + 1) & 0xff
+      val low = if (lead == 0xe0) 0xa0 else 0x80
+      val high = if (lead == 0xed) 0x9f else 0xbf
+      if (second >= low && second <= high && isContinuation(bytes(i + 2))) i + 3 else -1
+    } else if (lead <= 0xf4) {
+      // F0 80..8F is overlong; F4 90..BF and leads above F4 are beyond U+10FFFF.
+      if (end - i < 4) return -1
+      val second = bytes(i + 1) & 0xff
+      val low = if (lead == 0xf0) 0x90 else 0x80
+      val high = if (lead == 0xf4) 0x8f else 0xbf
+      if (second >= low && second <= high && isContinuation(bytes(i + 2)) && isContinuation(bytes(i + 3))) i + 4
+      else -1
+    } else -1
   }
 
   /** 80..BF, which as a signed byte is -128..-65. */

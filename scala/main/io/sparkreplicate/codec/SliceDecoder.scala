@@ -58,6 +58,25 @@ final class SliceDecoder extends Decoder {
   }
 
   override def readLong(): Long = {
+    // Most values (lengths, union branches, small numbers) fit the first byte.
+    if (pos < end && buf(pos) >= 0) {
+      val b = buf(pos).toLong
+      pos += 1
+      (b >>> 1) ^ -(b & 1)
+    } else readLongBytes()
+  }
+
+  private def readLongBytes(): Long = {
+    if (end - pos >= 10) {
+      // Room for the longest varint: no bound check per byte.
+      val start = pos
+      var value = 0L
+      var shift = 0
+      var b = 0
+      while (shift < 70 && { b = buf(pos); pos += 1; value |= (b & 0x7fL) << shift; shift += 7; b < 0 }) ()
+      if (b >= 0) return (value >>> 1) ^ -(value & 1)
+      pos = start // over 10 bytes: the checked loop reports it
+    }
     var value = 0L
     var shift = 0
     var b = 0
