@@ -19,7 +19,10 @@ class SliceDecoderSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     out.toByteArray
   }
 
+  /** Every varint size from 1 to 10 bytes, and the extremes. */
   private val anyLong = Gen.oneOf(Gen.choose(Long.MinValue, Long.MaxValue), Gen.choose(-200L, 200L),
+    for (bits <- Gen.choose(0, 63); v <- Gen.choose(0L, (1L << bits) - 1); negative <- Gen.oneOf(true, false))
+      yield if (negative) -v - 1 else v,
     Gen.oneOf(0L, -1L, 63L, -64L, 64L, Long.MaxValue, Long.MinValue, Int.MaxValue.toLong, Int.MinValue.toLong))
 
   test("varints of every size read as Avro's decoder reads them, at the end of the slice or not") {
