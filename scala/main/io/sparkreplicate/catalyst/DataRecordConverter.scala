@@ -6,7 +6,6 @@ import org.apache.avro.Schema
 import org.apache.avro.Schema.Type._
 import org.apache.avro.io.Decoder
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -41,7 +40,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private var columnMask: Array[Byte] = _
 
   private val schemaIdValue = UTF8String.fromString(version.schemaId)
-  private val columnNames = version.columns.map(c => UTF8String.fromString(c.name)).toArray
+  private val maskNames = new MaskNames(version.columns.map(c => UTF8String.fromString(c.name)).toArray)
   private val columnCount = version.columns.size
   private val columnInfoByName = version.columns.map(c => c.name -> c).toMap
 
@@ -103,7 +102,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     if (rawSlot >= 0) { if (mask == null) row.setNullAt(rawSlot) else row.update(rawSlot, mask) }
     if (namesSlot >= 0) {
       if (mask == null) row.setNullAt(namesSlot)
-      else row.update(namesSlot, new GenericArrayData(ChangeMask.ordinals(mask, columnCount).map(i => columnNames(i - 1): Any)))
+      else row.update(namesSlot, maskNames(mask))
     }
   }
 

@@ -61,7 +61,7 @@ private[catalyst] final class HeaderWriters(
   /** CDC-only header strings are empty on full-load (REFRESH) rows: surfaced as null. */
   private def emptyAsNull(schema: Schema, o: Int, name: String): Step = string(schema, o, name) { s =>
     if (s.getByteLength == 0) row.setNullAt(o)
-    else row.update(o, ValueWriters.validUtf8(java.util.Arrays.copyOf(s.getBytes, s.getByteLength), s.getByteLength, name))
+    else row.update(o, ValueWriters.validUtf8(s.getBytes, s.getByteLength, name))
   }
 
   /** A string `yyyy-MM-dd HH:mm:ss.ffffff` (UTC; empty on REFRESH rows), or a timestamp logical type. */

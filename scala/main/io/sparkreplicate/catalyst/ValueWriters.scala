@@ -178,10 +178,9 @@ private[catalyst] object ValueWriters {
 
   /** Avro decoders do not check UTF-8; a string that is not valid UTF-8 is malformed, never replaced. */
   def validUtf8(bytes: Array[Byte], length: Int, name: String): UTF8String = {
-    val s = UTF8String.fromBytes(bytes, 0, length)
-    if (!s.isValid) throw new MalformedMessageException(ErrorId.InvalidUtf8,
+    if (!Utf8Validator.isValid(bytes, 0, length)) throw new MalformedMessageException(ErrorId.InvalidUtf8,
       s"field `$name` is not valid UTF-8")
-    s
+    UTF8String.fromBytes(bytes, 0, length)
   }
 
   def enumIndex(in: Decoder, symbols: Int, name: String): Int = {

@@ -31,12 +31,20 @@ object Envelope {
   val Magic: Array[Byte] = "atMSG".getBytes("US-ASCII")
 
   def startsWithMagic(buf: Array[Byte], offset: Int, length: Int): Boolean =
-    length >= Magic.length && (0 until Magic.length).forall(i => buf(offset + i) == Magic(i))
+    length >= Magic.length && java.util.Arrays.equals(buf, offset, offset + Magic.length, Magic, 0, Magic.length)
+
+  // The strings that repeat from message to message, read with SliceDecoder.readRecurringString.
+  private val TypeSlot = 0
+  private val SchemaIdSlot = 1
+  private val MessageSchemaSlot = 2
 
   def decode(buf: Array[Byte], offset: Int, length: Int): Envelope =
     decode(new SliceDecoder().reset(buf, offset, length), buf, offset, length)
 
-  /** Decodes with a reused decoder, which is left positioned at the start of the payload. */
+  /**
+   * Decodes with a reused decoder, which is left positioned at the start of the payload. A reused
+   * decoder also remembers the last type, schema id and schema, so repeats are not decoded again.
+   */
   def decode(in: SliceDecoder, buf: Array[Byte], offset: Int, length: Int): Envelope = {
     in.reset(buf, offset, length)
     if (length == 0) throw new MalformedMessageException(ErrorId.Truncated, "empty message")
@@ -52,7 +60,7 @@ object Envelope {
     in.field = "magic"
     in.skipFixed(Magic.length)
     in.field = "type"
-    val kind = in.readString() match {
+    val kind = in.readRecurringString(TypeSlot) match {
       case "MD" => MessageKind.Metadata
       case "DT" => MessageKind.Data
       case other => throw new MalformedMessageException(ErrorId.UnknownMessageType,
@@ -61,9 +69,9 @@ object Envelope {
     in.field = "headers"
     if (nullableBranch(in)) { var n = in.skipMap(); while (n > 0) { skipEntries(in, n); n = in.skipMap() } }
     in.field = "messageSchemaId"
-    val schemaId = if (nullableBranch(in)) in.readString() else null
+    val schemaId = if (nullableBranch(in)) in.readRecurringString(SchemaIdSlot) else null
     in.field = "messageSchema"
-    val messageSchema = if (nullableBranch(in)) in.readString() else null
+    val messageSchema = if (nullableBranch(in)) in.readRecurringString(MessageSchemaSlot) else null
     in.field = "message"
     val payloadLength = in.readLength()
     val payloadOffset = in.arrayOffset

@@ -21,6 +21,9 @@ final class SliceDecoder extends Decoder {
   private var pos = 0
   private var end = 0
   var field: String = "payload"
+  // What readRecurringString read last in each slot: the bytes, and their String.
+  private val recurringBytes = new Array[Array[Byte]](SliceDecoder.RecurringSlots)
+  private val recurringStrings = new Array[String](SliceDecoder.RecurringSlots)
 
   def reset(bytes: Array[Byte], offset: Int, length: Int): SliceDecoder = {
     buf = bytes
@@ -55,6 +58,25 @@ final class SliceDecoder extends Decoder {
   }
 
   override def readLong(): Long = {
+    // Most values (lengths, union branches, small numbers) fit the first byte.
+    if (pos < end && buf(pos) >= 0) {
+      val b = buf(pos).toLong
+      pos += 1
+      (b >>> 1) ^ -(b & 1)
+    } else readLongBytes()
+  }
+
+  private def readLongBytes(): Long = {
+    if (end - pos >= 10) {
+      // Room for the longest varint: no bound check per byte.
+      val start = pos
+      var value = 0L
+      var shift = 0
+      var b = 0
+      while (shift < 70 && { b = buf(pos); pos += 1; value |= (b & 0x7fL) << shift; shift += 7; b < 0 }) ()
+      if (b >= 0) return (value >>> 1) ^ -(value & 1)
+      pos = start // over 10 bytes: the checked loop reports it
+    }
     var value = 0L
     var shift = 0
     var b = 0
@@ -110,6 +132,25 @@ final class SliceDecoder extends Decoder {
     val at = pos
     pos += length
     Utf8Strict.decode(buf, at, length, field)
+  }
+
+  /**
+   * [[readString]] for a field whose value mostly repeats (the envelope's type and schema id): when the
+   * bytes equal those last read for the same `slot` (0 until [[SliceDecoder.RecurringSlots]]),
+   * the String decoded then is returned, so a repeat costs a comparison, not a decode.
+   */
+  def readRecurringString(slot: Int): String = {
+    val length = readLength()
+    val at = pos
+    pos += length
+    val last = recurringBytes(slot)
+    if (last != null && java.util.Arrays.equals(last, 0, last.length, buf, at, at + length)) recurringStrings(slot)
+    else {
+      val s = Utf8Strict.decode(buf, at, length, field)
+      recurringBytes(slot) = java.util.Arrays.copyOfRange(buf, at, at + length)
+      recurringStrings(slot) = s
+      s
+    }
   }
 
   override def skipString(): Unit = skipBytes()
@@ -179,6 +220,11 @@ final class SliceDecoder extends Decoder {
 
   private def malformed(id: ErrorId, detail: String) =
     new MalformedMessageException(id, s"$detail (reading `$field`)")
+}
+
+object SliceDecoder {
+  /** How many fields [[SliceDecoder.readRecurringString]] keeps apart. */
+  val RecurringSlots = 3
 }
 
 /** Strict UTF-8 decoding to a String: invalid bytes are a malformed message, never replaced. */

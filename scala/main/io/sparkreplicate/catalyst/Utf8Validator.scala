@@ -1,0 +1,61 @@
+package io.sparkreplicate.catalyst
+
+import org.apache.spark.unsafe.Platform
+
+/**
+ * Strict UTF-8 validation of a slice, in place: accepts exactly what Spark's
+ * `UTF8String.isValid` and Java's decoder with `CodingErrorAction.REPORT` accept, the well-formed
+ * sequences of Unicode's table 3-7. So no overlong forms (C0, C1, E0 80..9F, F0 80..8F), no
+ * surrogates (ED A0..BF), nothing above U+10FFFF (F4 90.., F5..FF) and no stray or missing
+ * continuation bytes. It runs on every string the reader returns, and that text is nearly all
+ * ASCII: ASCII runs are checked 8 bytes per step, the rest one sequence at a time.
+ */
+object Utf8Validator {
+  private final val HighBits = 0x8080808080808080L
+
+  def isValid(bytes: Array[Byte], offset: Int, length: Int): Boolean = {
+    // The word reads below are unchecked: the slice must lie inside the array.
+    if (offset < 0 || length < 0 || offset > bytes.length - length) throw new IndexOutOfBoundsException(
+      s"slice [$offset, $offset + $length) of an array of ${bytes.length} bytes")
+    val end = offset + length
+    var i = offset
+    while (i < end) {
+      if (bytes(i) >= 0) {
+        // An ASCII byte: what follows is likely ASCII too, 8 bytes per step while it lasts.
+        i += 1
+        while (end - i >= 8 && (Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i) & HighBits) == 0) i += 8
+      } else {
+        i = afterSequence(bytes, i, end)
+        if (i < 0) return false
+      }
+    }
+    true
+  }
+
+  /** The index after the multi-byte sequence that starts at `i`, or -1 when it is ill-formed. */
+  private def afterSequence(bytes: Array[Byte], i: Int, end: Int): Int = {
+    val lead = bytes(i) & 0xff
+    if (lead < 0xc2) -1 // a continuation byte, or the overlong leads C0 and C1
+    else if (lead < 0xe0) {
+      if (end - i >= 2 && isContinuation(bytes(i + 1))) i + 2 else -1
+    } else if (lead < 0xf0) {
+      // The second byte's range depends on the lead: E0 80..9F is overlong, ED A0..BF a surrogate.
+      if (end - i < 3) return -1
+      val second = bytes(i + 1) & 0xff
+      val low = if (lead == 0xe0) 0xa0 else 0x80
+      val high = if (lead == 0xed) 0x9f else 0xbf
+      if (second >= low && second <= high && isContinuation(bytes(i + 2))) i + 3 else -1
+    } else if (lead <= 0xf4) {
+      // F0 80..8F is overlong; F4 90..BF and leads above F4 are beyond U+10FFFF.
+      if (end - i < 4) return -1
+      val second = bytes(i + 1) & 0xff
+      val low = if (lead == 0xf0) 0x90 else 0x80
+      val high = if (lead == 0xf4) 0x8f else 0xbf
+      if (second >= low && second <= high && isContinuation(bytes(i + 2)) && isContinuation(bytes(i + 3))) i + 4
+      else -1
+    } else -1
+  }
+
+  /** 80..BF, which as a signed byte is -128..-65. */
+  private def isContinuation(b: Byte): Boolean = b < -64
+}

@@ -1,0 +1,53 @@
+package io.sparkreplicate
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeArrayData, UnsafeProjection}
+import org.apache.spark.sql.catalyst.util.GenericArrayData
+import org.apache.spark.sql.types.{ArrayType, DataType, StringType}
+import org.apache.spark.unsafe.types.UTF8String
+import org.scalacheck.Gen
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
+
+import io.sparkreplicate.Fixtures.{hex, unhex}
+import io.sparkreplicate.catalyst.MaskNames
+import io.sparkreplicate.codec.ChangeMask
+
+class MaskNamesSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+
+  private val columns = (1 to 30).map(i => s"COL_$i")
+  private def names(data: org.apache.spark.sql.catalyst.util.ArrayData): Seq[String] =
+    (0 until data.numElements()).map(data.getUTF8String(_).toString)
+
+  test("the names of the set bits, in ordinal order, as an UnsafeArrayData") {
+    val cache = new MaskNames(columns.map(UTF8String.fromString).toArray)
+    val a = cache(unhex("00000005"))
+    assert(a.isInstanceOf[UnsafeArrayData])
+    assert(names(a) == Seq("COL_1", "COL_3"))
+    assert(names(cache(unhex("20000000"))) == Seq("COL_30"))
+    assert(names(cache(unhex(""))).isEmpty)
+  }
+
+  test("an equal mask gets the same array, even from another array or after the first was changed") {
+    val cache = new MaskNames(columns.map(UTF8String.fromString).toArray)
+    val mask = unhex("0000000B")
+    val first = cache(mask)
+    assert(cache(unhex("0000000B")) eq first)
+    mask(3) = 1 // the caller reusing its array must not change what the cache holds
+    assert(names(cache(mask)) == Seq("COL_1"))
+    assert(names(cache(unhex("0000000B"))) == Seq("COL_1", "COL_2", "COL_4"))
+    // Extra leading zero bytes: another key, the same names.
+    assert(names(cache(unhex("000000000B"))) == Seq("COL_1", "COL_2", "COL_4"))
+  }
+
+  test("many distinct masks (more than the cache holds, so slots are shared): the bytes Spark's own writer makes") {
+    val cache = new MaskNames(columns.map(UTF8String.fromString).toArray)
+    val toUnsafe = UnsafeProjection.create(Array[DataType](ArrayType(StringType, containsNull = false)))
+    def spark(mask: Array[Byte]) = toUnsafe(InternalRow(new GenericArrayData(
+      ChangeMask.ordinals(mask, columns.size).map(i => UTF8String.fromString(columns(i - 1)): Any)))).getArray(0).copy()
+    val masks = Gen.listOf(Gen.choose(1, columns.size)).map(ordinals => ChangeMask.encode(ordinals, columns.size))
+    forAll(Gen.listOfN(3000, masks), minSuccessful(5)) { batch =>
+      for (mask <- batch ++ batch.reverse) assert(cache(mask) == spark(mask), hex(mask))
+    }
+  }
+}
