@@ -4,6 +4,11 @@ Contenders 1 to 4 return a DataFrame with exactly the connector's output columns
 columns, the ``header__*`` columns with ``changed``/``present`` masks expanded, the before-image
 struct); each is timed writing to Spark's ``noop`` sink. Contender 5, the floor, only reads the
 container records and sums ``length(value)``: what reading the bytes costs with no decoding.
+
+The compared contenders return the Avro types, which is what the Python contenders decode: the
+connector runs with ``sourceTypes=false``. The connector's default, columns typed by the metadata
+(decimals, timestamps, dates from their text), is timed as a diagnostic beside from_avro with the
+same types by ``CAST``.
 """
 
 from __future__ import annotations
@@ -34,12 +39,18 @@ class Contender:
             df.write.format("noop").mode("overwrite").save()
 
 
-def connector(spark: SparkSession, ds: Dataset, expand_masks: bool = True) -> DataFrame:
+def connector(spark: SparkSession, ds: Dataset, expand_masks: bool = True, source_types: bool = False) -> DataFrame:
     return (spark.read.format("replicate")
             .option("schemaTopic", str(ds.schema_dir))
             .option("table", ds.profile.table_name)
             .option("expandMasks", str(expand_masks).lower())
+            .option("sourceTypes", str(source_types).lower())
             .load(str(ds.data_dir)))
+
+
+def cast_to(df: DataFrame, schema) -> DataFrame:
+    """``df`` with every column cast to ``schema``'s type (structs field by field)."""
+    return df.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
 def _mask_chunks(mask: str, prefix: str, columns: list[str]) -> list[str]:
@@ -112,7 +123,7 @@ def floor(spark: SparkSession, ds: Dataset) -> DataFrame:
 
 def contenders(spark: SparkSession, ds: Dataset, info: dict, schema) -> list[Contender]:
     return [
-        Contender("connector", 'connector: format("replicate")', lambda: connector(spark, ds)),
+        Contender("connector", 'connector: format("replicate"), sourceTypes=false', lambda: connector(spark, ds)),
         Contender("from_avro", "spark-avro from_avro twice", lambda: from_avro_twice(spark, ds, info)),
         Contender("fastavro_mapinarrow", "fastavro in mapInArrow",
                   lambda: fastavro_map_in_arrow(spark, ds, info, schema)),
@@ -122,13 +133,19 @@ def contenders(spark: SparkSession, ds: Dataset, info: dict, schema) -> list[Con
     ]
 
 
-def diagnostics(spark: SparkSession, ds: Dataset, info: dict) -> list[Contender]:
-    """Not compared with the others: the connector and from_avro without the expanded masks (the
-    `header__changed_columns` / `header__present_columns` arrays), to show what those cost."""
+def diagnostics(spark: SparkSession, ds: Dataset, info: dict) -> list[tuple[Contender, Contender]]:
+    """Not compared with the others, in pairs that must agree with each other: the connector and
+    from_avro without the expanded masks (the `header__changed_columns` / `header__present_columns`
+    arrays), to show what those cost; and both with the columns typed by the metadata."""
+    typed_schema = connector(spark, ds, source_types=True).schema
     return [
-        Contender("connector_no_masks", 'connector, expandMasks=false', lambda: connector(spark, ds, expand_masks=False)),
-        Contender("from_avro_no_masks", "from_avro twice, no mask expansion",
-                  lambda: from_avro_twice(spark, ds, info, expand_masks=False)),
+        (Contender("connector_no_masks", 'connector, expandMasks=false', lambda: connector(spark, ds, expand_masks=False)),
+         Contender("from_avro_no_masks", "from_avro twice, no mask expansion",
+                   lambda: from_avro_twice(spark, ds, info, expand_masks=False))),
+        (Contender("connector_typed", "connector, sourceTypes=true (the default)",
+                   lambda: connector(spark, ds, source_types=True)),
+         Contender("from_avro_typed", "from_avro twice, then CAST to the same types",
+                   lambda: cast_to(from_avro_twice(spark, ds, info), typed_schema))),
     ]
 
 

@@ -123,9 +123,11 @@ def markdown(r: dict) -> str:
                          f"| {max(c['times_s']):.3f} | {_fmt_int(c['rows_per_s'])} | {c['mb_per_s']} "
                          f"| {c['median_s'] / connector:.2f} |")
         if p.get("diagnostics"):
-            lines += ["", "The diagnostic rows (timed in the same rounds, not part of the ratios) leave out "
-                      "`header__changed_columns` and `header__present_columns`; their two contenders agree with each "
-                      "other (count and checksum)."]
+            lines += ["", "The compared contenders return the Avro types (the connector with `sourceTypes=false`). "
+                      "The diagnostic rows are timed in the same rounds but are not part of the ratios; each pair "
+                      "its two contenders agree with each other (count and checksum). The `no_masks` pair leaves out "
+                      "`header__changed_columns` and `header__present_columns`; the `typed` pair returns the "
+                      "connector's default output, the columns typed by the metadata (from_avro by `CAST`)."]
         lines.append("")
 
     if "scaling" in r:

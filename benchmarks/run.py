@@ -153,14 +153,15 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
             raise SystemExit(f"{c.key} disagrees with the connector: rows {result['rows']} vs "
                              f"{reference['rows']}, differing columns {differing}")
         log(f"    {c.key}: {result['rows']:,} rows, checksum {result['checksum']}")
-    extra = C.diagnostics(spark, ds, info) if with_diagnostics else []
-    if extra:
-        sums = [C.checksum(c.build()) for c in extra]
+    pairs = C.diagnostics(spark, ds, info) if with_diagnostics else []
+    for pair in pairs:
+        sums = [C.checksum(c.build()) for c in pair]
         if (sums[0]["rows"], sums[0]["checksum"]) != (sums[1]["rows"], sums[1]["checksum"]):
-            raise SystemExit("the diagnostic contenders (no mask expansion) disagree")
-        for c, result in zip(extra, sums):
+            raise SystemExit(f"the diagnostic contenders {pair[0].key} and {pair[1].key} disagree")
+        for c, result in zip(pair, sums):
             checks[c.key] = {"rows": result["rows"], "checksum": result["checksum"]}
-        log(f"    without masks: connector and from_avro agree ({sums[0]['rows']:,} rows, checksum {sums[0]['checksum']})")
+        log(f"    {pair[0].key} and {pair[1].key} agree ({sums[0]['rows']:,} rows, checksum {sums[0]['checksum']})")
+    extra = [c for pair in pairs for c in pair]
     all_contenders[0].run()
     metrics = spark_replicate.last_read_metrics(spark)
     if metrics["rowsReturned"] != messages or metrics["messagesRead"] != messages:
