@@ -293,6 +293,17 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
     assert(typed.forall(c => nulls(c.name) == null))
   }
 
+  test("a NUMERIC without precision sent as text is a string of the exact value, at the scale sent") {
+    val columns = Seq(Column("id", "\"int\"", "INT4"), Column("n", "\"string\"", "NUMERIC"))
+    val table = TableDef("5C5C5C5C5C5C5C5C5C5C5C5C5C5C5C5C", "acct", "ledger", 1, columns, dataSchemaJson(columns))
+    val spec = readSpec(registry(table), table.name)
+    assert(spec.layout.asInstanceOf[TableLayout].struct("n").dataType.simpleString == "string")
+    val dec = decoder(spec)
+    assert(row(dec, dataEnvelope(table, Map("id" -> 1, "n" -> "1.50")))("n") == "1.50")
+    assert(row(dec, dataEnvelope(table, Map("id" -> 2, "n" -> "-12E+3")))("n") == "-12000")
+    assert(malformed(dec, dataEnvelope(table, Map("id" -> 3, "n" -> "1.5.0"))).errorId == ErrorId.BadValue)
+  }
+
   test("PERMISSIVE: a corrupt row holds nulls, the raw bytes and the reason") {
     val s = spec(opts = options(salaries.name, mode = ParseMode.Permissive))
     val dec = decoder(s)

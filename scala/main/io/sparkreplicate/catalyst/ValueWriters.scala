@@ -22,12 +22,12 @@ import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, ColumnInfo, Source
  * What a value writer knows of its value beyond the Avro and Spark types: the column's name (for
  * errors), its metadata source type and scale, and the zone of timestamps sent as text.
  */
-private[catalyst] final case class ValueOrigin(name: String, sourceType: String, scale: Int, zone: ZoneId)
+private[catalyst] final case class ValueOrigin(name: String, sourceType: String, precision: Int, scale: Int, zone: ZoneId)
 
 private[catalyst] object ValueOrigin {
-  def header(name: String): ValueOrigin = ValueOrigin(name, "", 0, ZoneOffset.UTC)
+  def header(name: String): ValueOrigin = ValueOrigin(name, "", 0, 0, ZoneOffset.UTC)
   def of(column: ColumnInfo, zone: ZoneId): ValueOrigin =
-    ValueOrigin(column.name, ColumnTyping.sourceType(column), column.scale, zone)
+    ValueOrigin(column.name, ColumnTyping.sourceType(column), column.precision, column.scale, zone)
 }
 
 /**
@@ -133,8 +133,11 @@ private[catalyst] object ValueWriters {
     target match {
       case StringType if o.sourceType == "TIME" => parsed((b, n) =>
         row.update(ordinal, UTF8String.fromString(SourceText.formatTime(SourceText.parseTime(b, 0, n, name), name))))
-      case StringType if o.sourceType == "NUMERIC" => parsed((b, n) =>
+      case StringType if o.sourceType == "NUMERIC" && o.precision > 0 => parsed((b, n) =>
         row.update(ordinal, UTF8String.fromString(SourceText.parseDecimal(b, 0, n, o.scale, name).toPlainString)))
+      // NUMERIC without a precision (an unconstrained number): any decimal, at the scale it was sent with.
+      case StringType if o.sourceType == "NUMERIC" => parsed((b, n) =>
+        row.update(ordinal, UTF8String.fromString(SourceText.parseDecimal(b, 0, n, name).toPlainString)))
       case StringType => parsed((b, n) => row.update(ordinal, validUtf8(b, n, name)))
       case IntegerType => parsed((b, n) => row.setInt(ordinal, SourceText.parseInt(b, 0, n, name)))
       case LongType => parsed((b, n) => row.setLong(ordinal, SourceText.parseLong(b, 0, n, name)))

@@ -45,7 +45,13 @@ object SourceText {
    * A decimal number held exactly at `scale`: more significant fraction digits than the scale
    * would need rounding, so they make the value malformed. Exponents are accepted.
    */
-  def parseDecimal(buf: Array[Byte], offset: Int, length: Int, scale: Int, column: String): JBigDecimal = {
+  def parseDecimal(buf: Array[Byte], offset: Int, length: Int, scale: Int, column: String): JBigDecimal =
+    try parseDecimal(buf, offset, length, column).setScale(scale) catch {
+      case _: ArithmeticException => fail(buf, offset, length, column, s"a decimal number exact at scale $scale")
+    }
+
+  /** A decimal number at the scale its text has. */
+  def parseDecimal(buf: Array[Byte], offset: Int, length: Int, column: String): JBigDecimal = {
     val text = ascii(buf, offset, length)
     def bad = fail(buf, offset, length, column, "a decimal number")
     if (!isDecimalText(text)) bad
@@ -53,9 +59,7 @@ object SourceText {
     // An exponent can ask for a billion digits; rescaling to them would take minutes. Text of at
     // most 400 characters without one never has a scale beyond 400.
     if (math.abs(value.scale) > MaxScale) bad
-    try value.setScale(scale) catch {
-      case _: ArithmeticException => fail(buf, offset, length, column, s"a decimal number with at most $scale fraction digits")
-    }
+    value
   }
 
   private val MaxScale = 1000
