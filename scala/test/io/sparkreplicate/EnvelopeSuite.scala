@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets.UTF_8
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkreplicate.Fixtures._
-import io.sparkreplicate.codec.{Envelope, MessageKind}
+import io.sparkreplicate.codec.{Envelope, MessageKind, SliceDecoder}
 
 class EnvelopeSuite extends AnyFunSuite {
 
@@ -38,6 +38,23 @@ class EnvelopeSuite extends AnyFunSuite {
     assert(e.messageSchema == schemaText)
     assert(payloadOf(bytes, e).sameElements(payload))
     assert(e.payloadOffset + e.payloadLength == bytes.length)
+  }
+
+  test("a reused decoder: repeated type, id and schema are the previous Strings, changed ones are decoded") {
+    val other = "0123456789ABCDEF0123456789ABCDEF"
+    val in = new SliceDecoder
+    def decodeWith(bytes: Array[Byte]) = Envelope.decode(in, bytes, 0, bytes.length)
+    val first = decodeWith(envelope("DT", payload, schemaId = id, messageSchema = schemaText))
+    val repeat = decodeWith(envelope("DT", payload, schemaId = id, messageSchema = schemaText))
+    assert((repeat.schemaId eq first.schemaId) && (repeat.messageSchema eq first.messageSchema))
+    val changed = decodeWith(envelope("MD", payload, schemaId = other))
+    assert(changed.kind == MessageKind.Metadata && changed.schemaId == other && changed.messageSchema == null)
+    val back = decodeWith(envelope("DT", payload, schemaId = id, messageSchema = schemaText.replace("R", "S")))
+    assert(back.kind == MessageKind.Data && back.schemaId == id && back.messageSchema == schemaText.replace("R", "S"))
+    // A failed decode remembers nothing: the same bytes fail again.
+    val bad = envelope("DT", payload, schemaId = "x")
+    bad(bad.indexOf('x'.toByte)) = 0xff.toByte
+    for (_ <- 1 to 2) assert(intercept[MalformedMessageException](decodeWith(bad)).errorId == ErrorId.InvalidUtf8)
   }
 
   test("only messageSchemaId present") {
