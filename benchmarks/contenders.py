@@ -49,8 +49,11 @@ def connector(spark: SparkSession, ds: Dataset, expand_masks: bool = True, sourc
 
 
 def cast_to(df: DataFrame, schema) -> DataFrame:
-    """``df`` with every column cast to ``schema``'s type (structs field by field)."""
-    return df.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in schema.fields])
+    """``df`` with the columns whose type differs cast to ``schema``'s (structs field by field)."""
+    current = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    return df.select(*[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name)
+                       if current[f.name] != f.dataType.simpleString() else F.col(f"`{f.name}`")
+                       for f in schema.fields])
 
 
 def _mask_chunks(mask: str, prefix: str, columns: list[str]) -> list[str]:

@@ -341,6 +341,29 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(io.sparkreplicate.v2.ReplicateReadMetrics.lastRead.filter(_._2 != 0).filter(!_._1.startsWith("malformed_")) ==
       Map("messagesRead" -> 4L, "rowsReturned" -> 1L, "filteredOut" -> 2L, "malformed" -> 1L, "dropped" -> 1L))
   }
+
+  test("two versions: schemaEvolution merge, latest and fail, and a pushed version filter in EXPLAIN") {
+    val longSalary = salariesColumns.map(c => if (c.name == "salary") c.copy(avroType = "\"long\"", sourceType = "INT8") else c)
+    val v2 = TableDef("A2A2A2A2A2A2A2A2A2A2A2A2A2A2A2A2", "employees", "salaries", 2, longSalary, dataSchemaJson(longSalary))
+    writeContainer(new File(root, "evolved/schema/part-0.avro"), Seq(sampleMetadataEnvelope, v2.metadataEnvelope())
+      .zipWithIndex.map { case (m, i) => Landed("meta", 0, i, 0L, null, m) })
+    writeContainer(new File(root, "evolved/data/part-0.avro"), Seq(dataEnvelope(salaries, salary(1, 10)),
+      dataEnvelope(v2, salary(2, 0) + ("salary" -> 5000000000L), headers = cdcHeaders("UPDATE")))
+      .zipWithIndex.map { case (m, i) => Landed("data", 0, i, 0L, null, m) })
+    def evolved(options: (String, String)*) = options.foldLeft(spark.read.format("replicate")
+      .option("schemaTopic", path("evolved/schema")).option("table", "employees.salaries")) { case (r, (k, v)) => r.option(k, v) }
+      .load(path("evolved/data"))
+    val merged = evolved()
+    assert(merged.schema("salary").dataType.simpleString == "bigint")
+    assert(merged.selectExpr("salary", "header__table_version").collect().map(r => (r.getLong(0), r.getLong(1))).toSet ==
+      Set((10L, 1L), (5000000000L, 2L)))
+    assert(evolved("schemaEvolution" -> "latest").count() == 2)
+    assert(replicateError(evolved("schemaEvolution" -> "fail").schema).errorId == ErrorId.SchemaEvolved)
+    val pushed = merged.where("header__table_version = 2")
+    assert(pushed.select("emp_no").collect().map(_.getInt(0)).toSeq == Seq(2))
+    val plan = pushed.queryExecution.executedPlan.toString
+    assert(plan.contains("employees.salaries(versions=2)") && plan.contains("EqualTo(header__table_version,2)"), plan)
+  }
 }
 
 object ScalaApiSuite {
