@@ -124,8 +124,8 @@ def markdown(r: dict) -> str:
                          f"| {c['median_s'] / connector:.2f} |")
         if p.get("diagnostics"):
             lines += ["", "The compared contenders return the Avro types (the connector with `sourceTypes=false`). "
-                      "The diagnostic rows are timed in the same rounds but are not part of the ratios; each pair "
-                      "its two contenders agree with each other (count and checksum). The `no_masks` pair leaves out "
+                      "The diagnostic rows are timed in the same rounds but are not part of the ratios; the two "
+                      "contenders of each pair agree with each other (count and checksum). The `no_masks` pair leaves out "
                       "`header__changed_columns` and `header__present_columns`; the `typed` pair returns the "
                       "connector's default output, the columns typed by the metadata (from_avro by `CAST`)."]
         lines.append("")
