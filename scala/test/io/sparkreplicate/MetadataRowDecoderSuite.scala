@@ -16,7 +16,7 @@ class MetadataRowDecoderSuite extends AnyFunSuite {
 
   private def row(dec: MetadataRowDecoder, bytes: Array[Byte]): Map[String, Any] = {
     assert(dec.decode(bytes, 0, bytes.length) == Outcome.Row)
-    rowValues(dec.row, dec.required)
+    rowValues(dec.row, dec.out.required)
   }
 
   private def column(name: String, ordinal: Int, sourceType: String, length: Int, pk: Int, nullable: Boolean) =
@@ -89,7 +89,7 @@ class MetadataRowDecoderSuite extends AnyFunSuite {
         "junk".getBytes -> ErrorId.BadMagic)) {
       val e = intercept[MalformedMessageException](dec.decode(bytes, 0, bytes.length))
       assert(e.errorId == reason, e.getMessage)
-      val r = rowValues(dec.corruptRow(bytes, 0, bytes.length, e, "md.bin, frame at byte 0"), dec.required)
+      val r = rowValues(dec.corruptRow(bytes, 0, bytes.length, e, "md.bin, frame at byte 0"), dec.out.required)
       assert(r.filter(_._1 != "_corrupt_record").values.forall(_ == null), r)
       val corrupt = r("_corrupt_record").asInstanceOf[Map[String, Any]]
       assert(corrupt("bytes") == hex(bytes) && corrupt("reason") == reason.name)

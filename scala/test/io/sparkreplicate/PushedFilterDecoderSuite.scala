@@ -112,4 +112,18 @@ class PushedFilterDecoderSuite extends AnyFunSuite {
     assert(malformed(decoder(), invalid) == ErrorId.InvalidUtf8)
     assert(malformed(decoder(EqualTo(C.Operation, "INSERT")), invalid) == ErrorId.InvalidUtf8)
   }
+
+  test("a `[null, Headers]` record is peeked through its union, as the converter reads it") {
+    val schema = dataSchemaJson(salariesColumns)
+    val headersType = schema.substring(schema.indexOf("{\"type\":\"record\",\"name\":\"Headers\""), schema.length - 3)
+    val nullableHeaders = TableDef("6" * 32, "employees", "salaries", 6, salariesColumns,
+      schema.replace(headersType, s"""["null",$headersType]"""))
+    val spec = readSpec(registry(nullableHeaders), salaries.name)
+    def keptBy(filter: Filter): Seq[Outcome] = {
+      val dec = new ChangeRowDecoder(spec.copy(filter = MessageFilter.push(Seq(filter), ParseMode.FailFast)._2))
+      Seq(cdcHeaders("UPDATE"), cdcHeaders("INSERT"), null).map(h => decode(dec, dataEnvelope(nullableHeaders, salary(1, 1), headers = h)))
+    }
+    assert(keptBy(EqualTo(C.Operation, "UPDATE")) == Seq(Outcome.Row, Outcome.Filtered, Outcome.Filtered))
+    assert(keptBy(IsNull(C.Operation)) == Seq(Outcome.Filtered, Outcome.Filtered, Outcome.Row))
+  }
 }

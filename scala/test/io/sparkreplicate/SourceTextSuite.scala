@@ -128,7 +128,7 @@ class SourceTextSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       rejected(text)(SourceText.parseDate)
   }
 
-  private val MicrosPerDay = SourceText.MicrosPerDay
+  private val MicrosPerDay = io.sparkreplicate.codec.CivilTime.MicrosPerDay
 
   test("times: HH:mm:ss with 0 to 9 fraction digits, beyond microseconds truncated") {
     forAll(Gen.choose(0L, MicrosPerDay * 1000 - 1), Gen.choose(0, 9)) { (nanosOfDay, digits) =>

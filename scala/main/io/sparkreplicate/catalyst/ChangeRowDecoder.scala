@@ -5,9 +5,8 @@ import java.util.IdentityHashMap
 import scala.util.control.NonFatal
 
 import org.apache.avro.Schema
-import org.apache.spark.sql.catalyst.InternalRow
 
-import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
+import io.sparkreplicate.{ErrorId, MalformedMessageException, Redaction, ReplicateException}
 import io.sparkreplicate.codec.{AvroSchemas, Envelope, MessageKind, SliceDecoder, TableVersion}
 
 /** What became of one landed message. */
@@ -33,9 +32,17 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
     case table: TableLayout => new OutputRow(spec.required, table, spec.options.columnNameOfCorruptRecord)
     case _: GenericLayout => new ReaderRow(spec.required, spec.options.columnNameOfCorruptRecord)
   }
-  def row: InternalRow = out.row
-  def sourceSlot: Int = out.sourceSlot
-  private val tables = spec.layout.tables.toSet
+  protected def redaction: Redaction = spec.options.redaction
+  /**
+   * Per schema id of the registry: a version of a table being read, and one the pushed filter
+   * does not remove whole. Decided once, as self-describing messages ask for every message.
+   */
+  private val readable: Map[String, Boolean] = {
+    val tables = spec.layout.tables.toSet
+    spec.registry.versions.map { case (id, v) =>
+      id -> (tables(v.table) && spec.filter.forVersion(v) != VersionDecision.SkipAll)
+    }
+  }
   private val byId = new java.util.HashMap[String, MessageConverter]()
   private val byEmbeddedSchema = new IdentityHashMap[Schema, MessageConverter]()
   private val decoder = new SliceDecoder
@@ -94,9 +101,7 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
     }
   }
 
-  /** A version of a table being read, and one the pushed filter does not remove whole. */
-  private def reads(version: TableVersion): Boolean =
-    tables(version.table) && spec.filter.forVersion(version) != VersionDecision.SkipAll
+  private def reads(version: TableVersion): Boolean = readable(version.schemaId)
 
   private def newConverter(writer: Schema, version: TableVersion): MessageConverter = {
     val converter = out match {
@@ -124,11 +129,4 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
     (if (schemaId == null) "data message has neither a schema id nor an embedded schema of a known table"
     else s"schema id $schemaId is unknown") + s"; the registry holds ${spec.registry.describe}. " +
       "Point `schemaTopic` at the topic that holds this table's metadata messages")
-
-  /** The row for a malformed message under PERMISSIVE: nulls, and the raw bytes with the reason. */
-  def corruptRow(bytes: Array[Byte], offset: Int, length: Int, error: ReplicateException, where: String): InternalRow = {
-    out.setAllNull()
-    RowDecoder.writeCorrupt(out.row, out.corruptSlot, bytes, offset, length, error, where, spec.options.redaction)
-    out.row
-  }
 }

@@ -39,7 +39,7 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
   private var source: MessageSource = _
   private var fileName: UTF8String = _
   private val sourceRow =
-    if (decoder.sourceSlot >= 0) new SpecificInternalRow(OutputColumns.sourceType.map(_.dataType)) else null
+    if (decoder.out.sourceSlot >= 0) new SpecificInternalRow(OutputColumns.sourceType.map(_.dataType)) else null
 
   def get: InternalRow = decoder.row
 
@@ -153,7 +153,7 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
     if (r.hasTimestamp) sourceRow.setLong(6, r.timestamp * 1000L) else sourceRow.setNullAt(6)
     if (r.hasKey) sourceRow.update(7, java.util.Arrays.copyOfRange(r.buffer, r.keyOffset, r.keyOffset + r.keyLength))
     else sourceRow.setNullAt(7)
-    decoder.row.update(decoder.sourceSlot, sourceRow)
+    decoder.row.update(decoder.out.sourceSlot, sourceRow)
   }
 
   override def close(): Unit = if (source != null) { source.close(); source = null }

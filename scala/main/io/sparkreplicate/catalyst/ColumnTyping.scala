@@ -38,10 +38,6 @@ object ColumnTyping {
 
   def sourceType(column: ColumnInfo): String = column.sourceType.trim.toUpperCase(Locale.ROOT)
 
-  def isTime(column: ColumnInfo): Boolean = sourceType(column) == "TIME"
-
-  def isNumeric(column: ColumnInfo): Boolean = sourceType(column) == "NUMERIC"
-
   /** The type a string-encoded column stands for; None keeps it a string. */
   private def ofText(column: ColumnInfo): Option[DataType] = sourceType(column) match {
     case t if Ints(t) => Some(IntegerType)

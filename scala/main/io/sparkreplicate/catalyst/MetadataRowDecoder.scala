@@ -1,12 +1,11 @@
 package io.sparkreplicate.catalyst
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, SpecificInternalRow}
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.sparkreplicate.ReplicateException
+import io.sparkreplicate.Redaction
 import io.sparkreplicate.catalyst.{MetadataColumns => M}
 import io.sparkreplicate.codec.{ColumnInfo, Envelope, MessageKind, MetadataMessage, SliceDecoder, TableVersion}
 
@@ -17,11 +16,8 @@ import io.sparkreplicate.codec.{ColumnInfo, Envelope, MessageKind, MetadataMessa
  * Metadata messages are few, so each is decoded generically ([[MetadataMessage]]).
  */
 final class MetadataRowDecoder(spec: MetadataSpec) extends RowDecoder {
-  val required: StructType = spec.required
-  val row = new SpecificInternalRow(required.fields.map(_.dataType).toIndexedSeq)
-  private def slot(name: String): Int = required.fieldNames.indexOf(name)
-  val sourceSlot: Int = slot(OutputColumns.Source)
-  private val corruptSlot = slot(spec.options.columnNameOfCorruptRecord)
+  val out = new ReaderRow(spec.required, spec.options.columnNameOfCorruptRecord)
+  protected def redaction: Redaction = spec.options.redaction
   private val decoder = new SliceDecoder
 
   /** (slot, value) of each selected column; the value is in Spark's internal form, or null. */
@@ -36,7 +32,7 @@ final class MetadataRowDecoder(spec: MetadataSpec) extends RowDecoder {
     M.Columns -> (v => new GenericArrayData(v.columns.map(column).toArray[Any])),
     M.PrimaryKey -> (v => new GenericArrayData(v.primaryKey.map(utf8).toArray[Any])),
     M.DataSchema -> (v => utf8(v.dataSchemaJson))
-  ).map { case (name, value) => (slot(name), value) }.filter(_._1 >= 0).toArray
+  ).map { case (name, value) => (out.slot(name), value) }.filter(_._1 >= 0).toArray
 
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
     val envelope = Envelope.decode(decoder, bytes, offset, length)
@@ -47,18 +43,11 @@ final class MetadataRowDecoder(spec: MetadataSpec) extends RowDecoder {
     var i = 0
     while (i < writers.length) {
       val (s, value) = writers(i)
-      row.update(s, value(version))
+      out.row.update(s, value(version))
       i += 1
     }
-    if (corruptSlot >= 0) row.setNullAt(corruptSlot)
+    if (out.corruptSlot >= 0) out.row.setNullAt(out.corruptSlot)
     Outcome.Row
-  }
-
-  def corruptRow(bytes: Array[Byte], offset: Int, length: Int, error: ReplicateException, where: String): InternalRow = {
-    var i = 0
-    while (i < row.numFields) { row.setNullAt(i); i += 1 }
-    RowDecoder.writeCorrupt(row, corruptSlot, bytes, offset, length, error, where, spec.options.redaction)
-    row
   }
 
   private def utf8(s: String): UTF8String = if (s == null) null else UTF8String.fromString(s)

@@ -31,14 +31,24 @@ object OperationGate {
     val keepsNull = decision.keeps(null)
     skipUpTo(writer, "headers") match {
       case None => Some(new OperationGate(_ => keepsNull))
-      // The converter reads `headers` as a plain record; any other shape is left to it.
-      case Some((_, headers)) if headers.getType != RECORD => None
-      case Some((skipBefore, headers)) => skipUpTo(headers, "operation") match {
-        case None => Some(new OperationGate(in => { skipBefore(in); keepsNull }))
-        case Some((skipHeaders, operationSchema)) => operation(operationSchema, decision, keepsNull).map { read =>
-          new OperationGate(in => { skipBefore(in); skipHeaders(in); read(in) })
-        }
+      case Some((skipBefore, headers)) => headersPeek(headers, decision, keepsNull).map { peek =>
+        new OperationGate(in => { skipBefore(in); peek(in) })
       }
+    }
+  }
+
+  /** `headers` (a record, or `[null, record]` read as the converter reads it) up to its operation. */
+  private def headersPeek(schema: Schema, decision: VersionDecision.ByOperation,
+      keepsNull: Boolean): Option[Decoder => Boolean] = {
+    val headers = AvroSchemas.unwrapNullable(schema)
+    if (headers.getType != RECORD) None
+    else {
+      val peek: Option[Decoder => Boolean] = skipUpTo(headers, "operation") match {
+        case None => Some(_ => keepsNull)
+        case Some((skipHeaders, operationSchema)) => operation(operationSchema, decision, keepsNull)
+          .map(read => in => { skipHeaders(in); read(in) })
+      }
+      peek.map(orNull(schema, "headers", keepsNull))
     }
   }
 
@@ -64,10 +74,13 @@ object OperationGate {
       case STRING => Some(in => decision.keeps(in.readString()))
       case _ => None
     }
-    read.map { readValue =>
-      var kept = false
-      val step = ValueWriters.nullableUnion(schema, "operation")(() => kept = keepsNull, in => kept = readValue(in))
-      in => { step(in); kept }
-    }
+    read.map(orNull(schema, "operation", keepsNull))
+  }
+
+  /** `read` for the value of `[null, T]` (or of a plain `T`); a null decides `keepsNull`. */
+  private def orNull(schema: Schema, name: String, keepsNull: Boolean)(read: Decoder => Boolean): Decoder => Boolean = {
+    var kept = false
+    val step = ValueWriters.nullableUnion(schema, name)(() => kept = keepsNull, in => kept = read(in))
+    in => { step(in); kept }
   }
 }

@@ -1,7 +1,11 @@
 package io.sparkreplicate.catalyst
 
-import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, SpecificInternalRow}
 import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.unsafe.types.UTF8String
+
+import io.sparkreplicate.{Redaction, ReplicateException}
 
 /**
  * The one mutable row a reader fills for every message, and where each output column lives in
@@ -19,6 +23,22 @@ class ReaderRow(val required: StructType, corruptColumn: String) {
   def setAllNull(): Unit = {
     var i = 0
     while (i < row.numFields) { row.setNullAt(i); i += 1 }
+  }
+
+  /**
+   * The row for a malformed message: nulls, and the corrupt-record column (when selected). `bytes`
+   * is null when no message could be cut out of the file (a broken frame); the raw bytes are then
+   * null, and empty for an empty message.
+   */
+  def corruptRow(bytes: Array[Byte], offset: Int, length: Int, error: ReplicateException, where: String,
+      redaction: Redaction): InternalRow = {
+    setAllNull()
+    if (corruptSlot >= 0) {
+      val raw = if (bytes == null) null else java.util.Arrays.copyOfRange(bytes, offset, offset + length)
+      row.update(corruptSlot, new GenericInternalRow(Array[Any](raw,
+        UTF8String.fromString(error.errorId.name), UTF8String.fromString(redaction(s"$where: ${error.detail}")))))
+    }
+    row
   }
 }
 

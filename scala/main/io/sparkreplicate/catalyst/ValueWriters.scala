@@ -133,11 +133,11 @@ private[catalyst] object ValueWriters {
     target match {
       case StringType if o.sourceType == "TIME" => parsed((b, n) =>
         row.update(ordinal, UTF8String.fromString(SourceText.formatTime(SourceText.parseTime(b, 0, n, name), name))))
-      case StringType if o.sourceType == "NUMERIC" && o.precision > 0 => parsed((b, n) =>
-        row.update(ordinal, UTF8String.fromString(SourceText.parseDecimal(b, 0, n, o.scale, name).toPlainString)))
-      // NUMERIC without a precision (an unconstrained number): any decimal, at the scale it was sent with.
-      case StringType if o.sourceType == "NUMERIC" => parsed((b, n) =>
-        row.update(ordinal, UTF8String.fromString(SourceText.parseDecimal(b, 0, n, name).toPlainString)))
+      case StringType if o.sourceType == "NUMERIC" =>
+        // Without a precision (an unconstrained number), any decimal, at the scale it was sent with.
+        val exact: (Array[Byte], Int) => JBigDecimal =
+          if (o.precision > 0) SourceText.parseDecimal(_, 0, _, o.scale, name) else SourceText.parseDecimal(_, 0, _, name)
+        parsed((b, n) => row.update(ordinal, UTF8String.fromString(exact(b, n).toPlainString)))
       case StringType => parsed((b, n) => row.update(ordinal, validUtf8(b, n, name)))
       case IntegerType => parsed((b, n) => row.setInt(ordinal, SourceText.parseInt(b, 0, n, name)))
       case LongType => parsed((b, n) => row.setLong(ordinal, SourceText.parseLong(b, 0, n, name)))

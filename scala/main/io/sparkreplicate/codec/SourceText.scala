@@ -2,7 +2,6 @@ package io.sparkreplicate.codec
 
 import java.math.{BigDecimal => JBigDecimal}
 import java.nio.charset.StandardCharsets.UTF_8
-import java.time.{DateTimeException, LocalDate}
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException}
 
@@ -12,7 +11,6 @@ import io.sparkreplicate.{ErrorId, MalformedMessageException}
  * A value that does not parse is a malformed message naming the column: never a silent null.
  */
 object SourceText {
-  val MicrosPerDay: Long = 86_400_000_000L
 
   def parseInt(buf: Array[Byte], offset: Int, length: Int, column: String): Int = {
     val v = parseLong(buf, offset, length, column)
@@ -89,37 +87,21 @@ object SourceText {
 
   /** `yyyy-MM-dd`, proleptic Gregorian as Spark's DateType, to days since 1970-01-01. */
   def parseDate(buf: Array[Byte], offset: Int, length: Int, column: String): Int = {
-    def bad = fail(buf, offset, length, column, "a date yyyy-MM-dd")
-    if (length != 10 || buf(offset + 4) != '-' || buf(offset + 7) != '-') bad
-    val year = digits(buf, offset, 4)
-    val month = digits(buf, offset + 5, 2)
-    val day = digits(buf, offset + 8, 2)
-    if (year < 0 || month < 0 || day < 0) bad
-    try LocalDate.of(year, month, day).toEpochDay.toInt catch { case _: DateTimeException => bad }
+    val days = if (length == 10) CivilTime.epochDay(buf, offset) else CivilTime.Invalid
+    if (days == CivilTime.Invalid) fail(buf, offset, length, column, "a date yyyy-MM-dd")
+    days.toInt
   }
 
   /** `HH:mm:ss` with 0 to 9 fraction digits (beyond microseconds truncated), to microseconds of the day. */
   def parseTime(buf: Array[Byte], offset: Int, length: Int, column: String): Long = {
-    def bad = fail(buf, offset, length, column, "a time HH:mm:ss[.ffffff]")
-    if (length < 8 || buf(offset + 2) != ':' || buf(offset + 5) != ':') bad
-    val hour = digits(buf, offset, 2)
-    val minute = digits(buf, offset + 3, 2)
-    val second = digits(buf, offset + 6, 2)
-    if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) bad
-    var micros = 0L
-    if (length > 8) {
-      val fraction = length - 9
-      if (buf(offset + 8) != '.' || fraction < 1 || fraction > 9) bad
-      val value = digits(buf, offset + 9, fraction)
-      if (value < 0) bad
-      micros = if (fraction <= 6) value * pow10(6 - fraction) else value / pow10(fraction - 6)
-    }
-    (hour * 3600L + minute * 60L + second) * 1_000_000L + micros
+    val micros = CivilTime.microsOfDay(buf, offset, offset + length)
+    if (micros == CivilTime.Invalid) fail(buf, offset, length, column, "a time HH:mm:ss[.ffffff]")
+    micros
   }
 
   /** `HH:mm:ss.ffffff`: the one form TIME values take whatever Replicate sent. */
   def formatTime(microsOfDay: Long, column: String): String = {
-    if (microsOfDay < 0 || microsOfDay >= MicrosPerDay) throw new MalformedMessageException(ErrorId.BadValue,
+    if (microsOfDay < 0 || microsOfDay >= CivilTime.MicrosPerDay) throw new MalformedMessageException(ErrorId.BadValue,
       s"column `$column`: time of day $microsOfDay µs is out of range")
     val seconds = microsOfDay / 1_000_000L
     f"${seconds / 3600}%02d:${seconds / 60 % 60}%02d:${seconds % 60}%02d.${microsOfDay % 1_000_000L}%06d"
@@ -144,21 +126,6 @@ object SourceText {
   private def isDecimalText(text: String): Boolean =
     text.nonEmpty && text.length <= 400 && text.exists(_.isDigit) &&
       text.forall(c => (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')
-
-  /** The value of `n` ASCII digits, or -1 if any is not a digit. */
-  private def digits(buf: Array[Byte], at: Int, n: Int): Int = {
-    var v = 0
-    var i = 0
-    while (i < n) {
-      val d = buf(at + i) - '0'
-      if (d < 0 || d > 9) return -1
-      v = v * 10 + d
-      i += 1
-    }
-    v
-  }
-
-  private def pow10(n: Int): Long = { var r = 1L; var i = 0; while (i < n) { r *= 10; i += 1 }; r }
 
   private def ascii(buf: Array[Byte], offset: Int, length: Int): String =
     new String(buf, offset, math.min(length, 4096), UTF_8)
