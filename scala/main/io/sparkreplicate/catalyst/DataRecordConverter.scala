@@ -4,7 +4,6 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.avro.Schema
 import org.apache.avro.Schema.Type._
-import org.apache.avro.io.Decoder
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
@@ -12,11 +11,11 @@ import org.apache.spark.unsafe.types.UTF8String
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
 import io.sparkreplicate.catalyst.{OutputColumns => C}
 import io.sparkreplicate.catalyst.ValueWriters.Step
-import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, ColumnInfo, TableVersion}
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, ColumnInfo, SliceDecoder, TableVersion}
 
 /** Decodes the payload of one data message into the reader's row. */
 trait MessageConverter {
-  def convert(in: Decoder): Unit
+  def convert(in: SliceDecoder): Unit
 }
 
 /**
@@ -32,8 +31,8 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private val layout = out.layout
 
   // Per-message state, written by the steps.
-  private var dataIsNull = false
-  private var beforeIsNull = true
+  private val data = new NullFlag
+  private val before = new NullFlag
   /** Whether `beforeData` went to the scratch row of all columns rather than the struct. */
   private var beforeInColumns = false
   private var changeMask: Array[Byte] = _
@@ -61,9 +60,9 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     setChangeMask = mask => changeMask = mask, setColumnMask = mask => columnMask = mask)
   private val (steps, alwaysNull) = build()
 
-  def convert(in: Decoder): Unit = {
-    dataIsNull = false
-    beforeIsNull = true
+  def convert(in: SliceDecoder): Unit = {
+    data.isNull = false
+    before.isNull = true
     beforeInColumns = false
     changeMask = null
     columnMask = null
@@ -75,13 +74,13 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   }
 
   private def finish(): Unit = {
-    if (dataIsNull) {
-      if (beforeIsNull) throw new MalformedMessageException(ErrorId.BadPayload,
+    if (data.isNull) {
+      if (before.isNull) throw new MalformedMessageException(ErrorId.BadPayload,
         "both `data` and `beforeData` are null: the message carries no row image")
       out.beforeColumnsAsImage()
     }
     if (wantBefore) {
-      if (beforeIsNull) row.setNullAt(out.beforeSlot)
+      if (before.isNull) row.setNullAt(out.beforeSlot)
       else {
         if (beforeInColumns) out.beforeColumnsAsStruct()
         row.update(out.beforeSlot, out.before)
@@ -113,7 +112,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     val steps = writer.getFields.asScala.map { field =>
       field.name match {
         case "data" =>
-          val (step, slots) = recordStep(field.schema, "data", columnTargets(row, out.columnSlots), isNull => dataIsNull = isNull)
+          val (step, slots) = recordStep(field.schema, "data", columnTargets(row, out.columnSlots), data)
           written ++= slots
           step
         case "beforeData" => beforeStep(field.schema)
@@ -143,10 +142,10 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
 
   /**
    * A `Data` record (or `[null, Data]`) whose columns go to `targetOf`; returns the step and the
-   * slots it writes whenever the record is not null. `onNull` learns whether it was null.
+   * slots it writes whenever the record is not null. `nullness` learns whether it was null.
    */
   private def recordStep(schema: Schema, what: String,
-      targetOf: String => Option[(InternalRow, Int, DataType)], onNull: Boolean => Unit): (Step, Set[Int]) = {
+      targetOf: String => Option[(InternalRow, Int, DataType)], nullness: NullFlag): (Step, Set[Int]) = {
     val record = AvroSchemas.unwrapNullable(schema)
     if (record.getType != RECORD) throw new ReplicateException(ErrorId.UnsupportedType,
       s"`$what` of ${version.table} is not a record")
@@ -158,12 +157,12 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     }.toArray
     val slots = record.getFields.asScala.flatMap(f => targetOf(f.name)).map(_._2).toSet
     val readFields: Step = in => { var i = 0; while (i < fieldSteps.length) { fieldSteps(i)(in); i += 1 } }
-    (nullableRecord(schema, what, readFields, onNull), slots)
+    (nullableRecord(schema, what, readFields, nullness), slots)
   }
 
   /** Runs `read` for a record or the record branch of `[null, record]`, reporting nullness. */
-  private def nullableRecord(schema: Schema, what: String, read: Step, onNull: Boolean => Unit): Step =
-    ValueWriters.nullableUnion(schema, what)(() => onNull(true), in => { onNull(false); read(in) })
+  private def nullableRecord(schema: Schema, what: String, read: Step, nullness: NullFlag): Step =
+    ValueWriters.nullableUnion(schema, what)(() => nullness.isNull = true, in => { nullness.isNull = false; read(in) })
 
   /**
    * `beforeData`: decoded into the selected before-image struct, or into the scratch row of all
@@ -171,18 +170,17 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
    * noted, which the row-image rule needs).
    */
   private def beforeStep(schema: Schema): Step = {
-    val noteNull: Boolean => Unit = isNull => beforeIsNull = isNull
     val beforeFields = out.beforeType.fieldNames
     val intoStruct = nullingOthers(out.before, beforeFields.length, recordStep(schema, "beforeData",
-      name => Option(beforeFields.indexOf(name)).filter(_ >= 0).map(i => (out.before, i, out.beforeType(i).dataType)), noteNull))
+      name => Option(beforeFields.indexOf(name)).filter(_ >= 0).map(i => (out.before, i, out.beforeType(i).dataType)), before))
     val intoColumns = nullingOthers(out.beforeColumns, layout.columns.size, recordStep(schema, "beforeData",
-      name => Option(layout.indexOf(name)).filter(_ >= 0).map(i => (out.beforeColumns, i, layout.columns(i).dataType)), noteNull))
-    val skip = nullableRecord(schema, "beforeData", AvroSkipper(AvroSchemas.unwrapNullable(schema)), noteNull)
+      name => Option(layout.indexOf(name)).filter(_ >= 0).map(i => (out.beforeColumns, i, layout.columns(i).dataType)), before))
+    val skip = nullableRecord(schema, "beforeData", AvroSkipper(AvroSchemas.unwrapNullable(schema)), before)
     // Written before `data`, it cannot yet know whether it must stand in for a null `data`.
     val fields = writer.getFields.asScala.map(_.name)
     val beforeFirst = fields.indexOf("beforeData") < fields.indexOf("data")
     in => {
-      if (beforeFirst || dataIsNull) { intoColumns(in); beforeInColumns = true }
+      if (beforeFirst || data.isNull) { intoColumns(in); beforeInColumns = true }
       else if (wantBefore) intoStruct(in)
       else skip(in)
     }
@@ -203,3 +201,6 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     }
   }
 }
+
+/** Whether a nullable record of the message was null: a flag object, so no Boolean is boxed per message. */
+private final class NullFlag { var isNull = false }

@@ -1,13 +1,12 @@
 package io.sparkreplicate.catalyst
 
 import org.apache.avro.Schema
-import org.apache.avro.io.Decoder
 import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.ReplicateOptions
 import io.sparkreplicate.catalyst.{OutputColumns => C}
-import io.sparkreplicate.codec.TableVersion
+import io.sparkreplicate.codec.{SliceDecoder, TableVersion}
 
 /**
  * A data message of one table version as a row of the generic layout. The message is decoded by
@@ -34,7 +33,7 @@ final class GenericRecordConverter(writer: Schema, version: TableVersion, out: R
   private val names = Seq(C.SchemaName -> version.lineage.schema, C.TableName -> version.lineage.table)
     .map { case (column, value) => (out.slot(column), UTF8String.fromString(value)) }.filter(_._1 >= 0).toArray
 
-  override def convert(in: Decoder): Unit = {
+  override def convert(in: SliceDecoder): Unit = {
     decode.convert(in)
     val from = flat.row
     var i = 0

@@ -4,7 +4,6 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.avro.Schema
 import org.apache.avro.Schema.Type._
-import org.apache.avro.util.Utf8
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{BooleanType, LongType, StringType, TimestampType}
 
@@ -59,26 +58,23 @@ private[catalyst] final class HeaderWriters(
   }
 
   /** CDC-only header strings are empty on full-load (REFRESH) rows: surfaced as null. */
-  private def emptyAsNull(schema: Schema, o: Int, name: String): Step = string(schema, o, name) { s =>
-    if (s.getByteLength == 0) row.setNullAt(o)
-    else row.update(o, ValueWriters.validUtf8(s.getBytes, s.getByteLength, name))
+  private def emptyAsNull(schema: Schema, o: Int, name: String): Step = string(schema, o, name) { (b, at, n) =>
+    if (n == 0) row.setNullAt(o) else row.update(o, ValueWriters.validUtf8(b, at, n, name))
   }
 
   /** A string `yyyy-MM-dd HH:mm:ss.ffffff` (UTC; empty on REFRESH rows), or a timestamp logical type. */
   private def timestamp(schema: Schema, o: Int): Step =
     AvroSchemas.unwrapNullable(schema).getType match {
       case LONG => ValueWriters.column(schema, TimestampType, row, o, "timestamp")
-      case _ => string(schema, o, "timestamp") { s =>
-        if (s.getByteLength == 0) row.setNullAt(o)
-        else row.setLong(o, ChangeTimestamp.parseMicros(s.getBytes, 0, s.getByteLength))
+      case _ => string(schema, o, "timestamp") { (b, at, n) =>
+        if (n == 0) row.setNullAt(o) else row.setLong(o, ChangeTimestamp.parseMicros(b, at, n))
       }
     }
 
-  private def string(schema: Schema, o: Int, name: String)(use: Utf8 => Unit): Step = {
+  private def string(schema: Schema, o: Int, name: String)(use: ValueWriters.TextUse): Step = {
     if (AvroSchemas.unwrapNullable(schema).getType != STRING) throw new ReplicateException(ErrorId.UnsupportedType,
       s"header `$name` has the Avro type ${AvroSchemas.unwrapNullable(schema)}; expected a string")
-    val utf8 = new Utf8()
-    ValueWriters.nullableUnion(schema, name)(() => row.setNullAt(o), in => use(in.readString(utf8)))
+    ValueWriters.nullableUnion(schema, name)(() => row.setNullAt(o), ValueWriters.parsed(use))
   }
 
   private def mask(schema: Schema, name: String, set: Array[Byte] => Unit): Step = {

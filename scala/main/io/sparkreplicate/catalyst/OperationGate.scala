@@ -4,9 +4,8 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.avro.Schema
 import org.apache.avro.Schema.Type._
-import org.apache.avro.io.Decoder
 
-import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper}
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, SliceDecoder}
 
 /**
  * A pushed filter's decision on the operation of one writer schema's messages, taken by peeking:
@@ -17,8 +16,8 @@ import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper}
  * `keeps` reads the payload only as far as the operation, so it throws a malformed-message
  * error for damage it meets on the way, and cannot see damage after it.
  */
-final class OperationGate private (peek: Decoder => Boolean) {
-  def keeps(in: Decoder): Boolean = peek(in)
+final class OperationGate private (peek: SliceDecoder => Boolean) {
+  def keeps(in: SliceDecoder): Boolean = peek(in)
 }
 
 object OperationGate {
@@ -39,11 +38,11 @@ object OperationGate {
 
   /** `headers` (a record, or `[null, record]` read as the converter reads it) up to its operation. */
   private def headersPeek(schema: Schema, decision: VersionDecision.ByOperation,
-      keepsNull: Boolean): Option[Decoder => Boolean] = {
+      keepsNull: Boolean): Option[SliceDecoder => Boolean] = {
     val headers = AvroSchemas.unwrapNullable(schema)
     if (headers.getType != RECORD) None
     else {
-      val peek: Option[Decoder => Boolean] = skipUpTo(headers, "operation") match {
+      val peek: Option[SliceDecoder => Boolean] = skipUpTo(headers, "operation") match {
         case None => Some(_ => keepsNull)
         case Some((skipHeaders, operationSchema)) => operation(operationSchema, decision, keepsNull)
           .map(read => in => { skipHeaders(in); read(in) })
@@ -64,9 +63,9 @@ object OperationGate {
   }
 
   private def operation(schema: Schema, decision: VersionDecision.ByOperation,
-      keepsNull: Boolean): Option[Decoder => Boolean] = {
+      keepsNull: Boolean): Option[SliceDecoder => Boolean] = {
     val value = AvroSchemas.unwrapNullable(schema)
-    val read: Option[Decoder => Boolean] = value.getType match {
+    val read: Option[SliceDecoder => Boolean] = value.getType match {
       case ENUM =>
         val keeps = value.getEnumSymbols.asScala.map(decision.keeps).toArray
         Some(in => keeps(ValueWriters.enumIndex(in, keeps.length, "operation")))
@@ -78,7 +77,7 @@ object OperationGate {
   }
 
   /** `read` for the value of `[null, T]` (or of a plain `T`); a null decides `keepsNull`. */
-  private def orNull(schema: Schema, name: String, keepsNull: Boolean)(read: Decoder => Boolean): Decoder => Boolean = {
+  private def orNull(schema: Schema, name: String, keepsNull: Boolean)(read: SliceDecoder => Boolean): SliceDecoder => Boolean = {
     var kept = false
     val step = ValueWriters.nullableUnion(schema, name)(() => kept = keepsNull, in => kept = read(in))
     in => { step(in); kept }

@@ -8,10 +8,12 @@ import org.apache.spark.unsafe.Platform
  * sequences of Unicode's table 3-7. So no overlong forms (C0, C1, E0 80..9F, F0 80..8F), no
  * surrogates (ED A0..BF), nothing above U+10FFFF (F4 90.., F5..FF) and no stray or missing
  * continuation bytes. It runs on every string the reader returns, and that text is nearly all
- * ASCII: ASCII runs are checked 8 bytes per step, the rest one sequence at a time.
+ * ASCII: 8 bytes are checked per step, and a word with a non-ASCII byte goes straight to that byte's
+ * sequence.
  */
 object Utf8Validator {
   private final val HighBits = 0x8080808080808080L
+  private val LittleEndian = java.nio.ByteOrder.nativeOrder == java.nio.ByteOrder.LITTLE_ENDIAN
 
   def isValid(bytes: Array[Byte], offset: Int, length: Int): Boolean = {
     // The word reads below are unchecked: the slice must lie inside the array.
@@ -20,11 +22,21 @@ object Utf8Validator {
     val end = offset + length
     var i = offset
     while (i < end) {
-      if (bytes(i) >= 0) {
-        // An ASCII byte: what follows is likely ASCII too, 8 bytes per step while it lasts.
-        i += 1
-        while (end - i >= 8 && (Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i) & HighBits) == 0) i += 8
-      } else {
+      val left = end - i
+      // A word may be read past the slice while it stays inside the array (a short string in the
+      // middle of a message): the bytes beyond the slice are masked out, the low ones in little-endian.
+      if (left >= 8 || (LittleEndian && bytes.length - i >= 8)) {
+        var high = Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i) & HighBits
+        if (left < 8) high &= (1L << (left << 3)) - 1
+        if (high == 0) i += math.min(left, 8)
+        else {
+          // Straight to the first byte with its high bit set; the ASCII bytes before it are fine.
+          i += (if (LittleEndian) java.lang.Long.numberOfTrailingZeros(high) else java.lang.Long.numberOfLeadingZeros(high)) >>> 3
+          i = afterSequence(bytes, i, end)
+          if (i < 0) return false
+        }
+      } else if (bytes(i) >= 0) i += 1
+      else {
         i = afterSequence(bytes, i, end)
         if (i < 0) return false
       }

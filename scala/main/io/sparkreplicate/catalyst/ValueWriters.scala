@@ -9,14 +9,13 @@ import scala.jdk.CollectionConverters._
 import org.apache.avro.{LogicalTypes, Schema}
 import org.apache.avro.Schema.Type._
 import org.apache.avro.io.Decoder
-import org.apache.avro.util.Utf8
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, ColumnInfo, SourceText}
+import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, ColumnInfo, DecodeStep, SliceDecoder, SourceText}
 
 /**
  * What a value writer knows of its value beyond the Avro and Spark types: the column's name (for
@@ -36,7 +35,7 @@ private[catalyst] object ValueOrigin {
  * from the decoder's bytes to UTF8String without a java.lang.String in between.
  */
 private[catalyst] object ValueWriters {
-  type Step = Decoder => Unit
+  type Step = DecodeStep
 
   /** A header field, typed by its Avro schema alone. */
   def column(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, name: String): Step =
@@ -126,35 +125,41 @@ private[catalyst] object ValueWriters {
   /** A string, or the text form of a typed value (Replicate with logical data types off). */
   private def text(target: DataType, row: InternalRow, ordinal: Int, o: ValueOrigin): Step = {
     val name = o.name
-    def parsed(set: (Array[Byte], Int) => Unit): Step = {
-      val utf8 = new Utf8()
-      in => { val s = in.readString(utf8); set(s.getBytes, s.getByteLength) }
-    }
     target match {
-      case StringType if o.sourceType == "TIME" => parsed((b, n) =>
-        row.update(ordinal, UTF8String.fromString(SourceText.formatTime(SourceText.parseTime(b, 0, n, name), name))))
+      case StringType if o.sourceType == "TIME" => parsed((b, at, n) =>
+        row.update(ordinal, UTF8String.fromString(SourceText.formatTime(SourceText.parseTime(b, at, n, name), name))))
       case StringType if o.sourceType == "NUMERIC" =>
         // Without a precision (an unconstrained number), any decimal, at the scale it was sent with.
-        val exact: (Array[Byte], Int) => JBigDecimal =
-          if (o.precision > 0) SourceText.parseDecimal(_, 0, _, o.scale, name) else SourceText.parseDecimal(_, 0, _, name)
-        parsed((b, n) => row.update(ordinal, UTF8String.fromString(exact(b, n).toPlainString)))
-      case StringType => parsed((b, n) => row.update(ordinal, validUtf8(b, n, name)))
-      case IntegerType => parsed((b, n) => row.setInt(ordinal, SourceText.parseInt(b, 0, n, name)))
-      case LongType => parsed((b, n) => row.setLong(ordinal, SourceText.parseLong(b, 0, n, name)))
-      case FloatType => parsed((b, n) => row.setFloat(ordinal, SourceText.parseFloat(b, 0, n, name)))
-      case DoubleType => parsed((b, n) => row.setDouble(ordinal, SourceText.parseDouble(b, 0, n, name)))
-      case BooleanType => parsed((b, n) => row.setBoolean(ordinal, SourceText.parseBoolean(b, 0, n, name)))
-      case DateType => parsed((b, n) => row.setInt(ordinal, SourceText.parseDate(b, 0, n, name)))
-      case BinaryType => parsed((b, n) => row.update(ordinal, SourceText.parseHex(b, 0, n, name)))
-      case t: DecimalType => parsed((b, n) =>
-        row.setDecimal(ordinal, fit(Decimal(SourceText.parseDecimal(b, 0, n, t.scale, name)), t, name), t.precision))
+        val exact: (Array[Byte], Int, Int) => JBigDecimal =
+          if (o.precision > 0) SourceText.parseDecimal(_, _, _, o.scale, name) else SourceText.parseDecimal(_, _, _, name)
+        parsed((b, at, n) => row.update(ordinal, UTF8String.fromString(exact(b, at, n).toPlainString)))
+      // The common case, one step: the string's own bytes, validated where they lie.
+      case StringType => in => row.update(ordinal, utf8(in, name))
+      case IntegerType => parsed((b, at, n) => row.setInt(ordinal, SourceText.parseInt(b, at, n, name)))
+      case LongType => parsed((b, at, n) => row.setLong(ordinal, SourceText.parseLong(b, at, n, name)))
+      case FloatType => parsed((b, at, n) => row.setFloat(ordinal, SourceText.parseFloat(b, at, n, name)))
+      case DoubleType => parsed((b, at, n) => row.setDouble(ordinal, SourceText.parseDouble(b, at, n, name)))
+      case BooleanType => parsed((b, at, n) => row.setBoolean(ordinal, SourceText.parseBoolean(b, at, n, name)))
+      case DateType => parsed((b, at, n) => row.setInt(ordinal, SourceText.parseDate(b, at, n, name)))
+      case BinaryType => parsed((b, at, n) => row.update(ordinal, SourceText.parseHex(b, at, n, name)))
+      case t: DecimalType => parsed((b, at, n) =>
+        row.setDecimal(ordinal, fit(Decimal(SourceText.parseDecimal(b, at, n, t.scale, name)), t, name), t.precision))
       case TimestampType =>
         val zone = new LocalTimestamps(o.zone)
-        parsed((b, n) => row.setLong(ordinal, zone.toUtcMicros(localTimestamp(b, n, name))))
+        parsed((b, at, n) => row.setLong(ordinal, zone.toUtcMicros(localTimestamp(b, at, n, name))))
       case _ => throw new ReplicateException(ErrorId.IncompatibleVersions,
         s"column `$name` arrives as an Avro string, which cannot be read as ${target.simpleString}")
     }
   }
+
+  /**
+   * What is done with a string's bytes where they lie in the message: (array, offset, length). A
+   * trait of its own rather than a Function3, which would box the two Ints of every value.
+   */
+  trait TextUse { def apply(bytes: Array[Byte], offset: Int, length: Int): Unit }
+
+  /** The step reading a string and handing its bytes, uncopied, to `use`. */
+  def parsed(use: TextUse): Step = in => { in.readText(); use(in.array, in.textStart, in.textLength) }
 
   /** Reads `bytes` or `fixed`; the buffer is reused, valid until the next read. */
   private def bytes(writer: Schema): Decoder => ByteBuffer = writer.getType match {
@@ -179,11 +184,20 @@ private[catalyst] object ValueWriters {
     }
   }
 
-  /** Avro decoders do not check UTF-8; a string that is not valid UTF-8 is malformed, never replaced. */
-  def validUtf8(bytes: Array[Byte], length: Int, name: String): UTF8String = {
-    if (!Utf8Validator.isValid(bytes, 0, length)) throw new MalformedMessageException(ErrorId.InvalidUtf8,
+  /**
+   * Reads a string as a UTF8String over the message's own bytes, without a copy: the row is copied
+   * by Spark before the next message. Avro decoders do not check UTF-8; a string that is not valid
+   * UTF-8 is malformed, never replaced.
+   */
+  def utf8(in: SliceDecoder, name: String): UTF8String = {
+    in.readText()
+    validUtf8(in.array, in.textStart, in.textLength, name)
+  }
+
+  def validUtf8(bytes: Array[Byte], offset: Int, length: Int, name: String): UTF8String = {
+    if (!Utf8Validator.isValid(bytes, offset, length)) throw new MalformedMessageException(ErrorId.InvalidUtf8,
       s"field `$name` is not valid UTF-8")
-    UTF8String.fromBytes(bytes, 0, length)
+    UTF8String.fromBytes(bytes, offset, length)
   }
 
   def enumIndex(in: Decoder, symbols: Int, name: String): Int = {
@@ -206,10 +220,10 @@ private[catalyst] object ValueWriters {
   }
 
   /** A DATETIME sent as text: Replicate's `yyyy-MM-dd HH:mm:ss.ffffff`, without a zone. */
-  private def localTimestamp(b: Array[Byte], n: Int, name: String): Long =
-    try ChangeTimestamp.parseMicros(b, 0, n) catch {
+  private def localTimestamp(b: Array[Byte], at: Int, n: Int, name: String): Long =
+    try ChangeTimestamp.parseMicros(b, at, n) catch {
       case _: MalformedMessageException => throw new MalformedMessageException(ErrorId.BadValue,
-        s"column `$name`: `${new String(b, 0, math.min(n, 64), java.nio.charset.StandardCharsets.UTF_8)}` " +
+        s"column `$name`: `${new String(b, at, math.min(n, 64), java.nio.charset.StandardCharsets.UTF_8)}` " +
           "is not a timestamp yyyy-MM-dd HH:mm:ss[.ffffff]")
     }
 }

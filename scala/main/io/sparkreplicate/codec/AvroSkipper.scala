@@ -4,7 +4,6 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.avro.Schema
 import org.apache.avro.Schema.Type._
-import org.apache.avro.io.Decoder
 
 import io.sparkreplicate.{ErrorId, ReplicateException}
 
@@ -14,7 +13,7 @@ import io.sparkreplicate.{ErrorId, ReplicateException}
  * Built once per schema, so no type dispatch happens per value.
  */
 object AvroSkipper {
-  type Skip = Decoder => Unit
+  type Skip = DecodeStep
 
   def apply(schema: Schema): Skip = build(schema, Set.empty)
 

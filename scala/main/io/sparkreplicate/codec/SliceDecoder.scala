@@ -21,6 +21,9 @@ final class SliceDecoder extends Decoder {
   private var pos = 0
   private var end = 0
   var field: String = "payload"
+  // Where the string last read by readText lies in `buf`.
+  private var textAt = 0
+  private var textBytes = 0
   // What readRecurringString read last in each slot: the bytes, and their String.
   private val recurringBytes = new Array[Array[Byte]](SliceDecoder.RecurringSlots)
   private val recurringStrings = new Array[String](SliceDecoder.RecurringSlots)
@@ -126,6 +129,22 @@ final class SliceDecoder extends Decoder {
     pos += length
     out
   }
+
+  /**
+   * Reads a string without copying or decoding it: its bytes stay in [[array]] from [[textStart]]
+   * for [[textLength]] bytes, valid until the array is reset. The caller validates them as UTF-8.
+   */
+  def readText(): Unit = {
+    val length = readLength()
+    textAt = pos
+    textBytes = length
+    pos += length
+  }
+
+  /** The array the slice lies in, for [[readText]]'s bytes. */
+  def array: Array[Byte] = buf
+  def textStart: Int = textAt
+  def textLength: Int = textBytes
 
   override def readString(): String = {
     val length = readLength()
