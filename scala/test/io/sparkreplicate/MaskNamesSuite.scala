@@ -19,6 +19,14 @@ class MaskNamesSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private def names(data: org.apache.spark.sql.catalyst.util.ArrayData): Seq[String] =
     (0 until data.numElements()).map(data.getUTF8String(_).toString)
 
+  /** Looks the mask up as the reader does, in place inside a message's bytes. */
+  private implicit class Lookup(cache: MaskNames) {
+    def apply(mask: Array[Byte]): org.apache.spark.sql.catalyst.util.ArrayData = {
+      val message = Array[Byte](7, -1) ++ mask ++ Array[Byte](-1, 3)
+      cache(message, 2, mask.length)
+    }
+  }
+
   test("the names of the set bits, in ordinal order, as an UnsafeArrayData") {
     val cache = new MaskNames(columns.map(UTF8String.fromString).toArray)
     val a = cache(unhex("00000005"))

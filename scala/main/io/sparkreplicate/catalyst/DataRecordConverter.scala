@@ -35,8 +35,8 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private val before = new NullFlag
   /** Whether `beforeData` went to the scratch row of all columns rather than the struct. */
   private var beforeInColumns = false
-  private var changeMask: Array[Byte] = _
-  private var columnMask: Array[Byte] = _
+  private val changeMask = new MaskSlice
+  private val columnMask = new MaskSlice
 
   private val schemaIdValue = UTF8String.fromString(version.schemaId)
   private val maskNames = new MaskNames(version.columns.map(c => UTF8String.fromString(c.name)).toArray)
@@ -57,15 +57,15 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private val wantBefore = out.beforeSlot >= 0
 
   private val headers = new HeaderWriters(row, out.slot,
-    setChangeMask = mask => changeMask = mask, setColumnMask = mask => columnMask = mask)
+    changeMask, columnMask)
   private val (steps, alwaysNull) = build()
 
   def convert(in: SliceDecoder): Unit = {
     data.isNull = false
     before.isNull = true
     beforeInColumns = false
-    changeMask = null
-    columnMask = null
+    changeMask.clear()
+    columnMask.clear()
     var i = 0
     while (i < alwaysNull.length) { row.setNullAt(alwaysNull(i)); i += 1 }
     i = 0
@@ -96,12 +96,13 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
    * Masks are validated whatever the query selects, so that whether a message is malformed does
    * not depend on the projection: a bit beyond the last column means a wrong schema.
    */
-  private def writeMask(mask: Array[Byte], rawSlot: Int, namesSlot: Int): Unit = {
-    if (mask != null) ChangeMask.validate(mask, columnCount)
-    if (rawSlot >= 0) { if (mask == null) row.setNullAt(rawSlot) else row.update(rawSlot, mask) }
+  private def writeMask(mask: MaskSlice, rawSlot: Int, namesSlot: Int): Unit = {
+    val absent = mask.bytes == null
+    if (!absent) ChangeMask.validate(mask.bytes, mask.offset, mask.length, columnCount)
+    if (rawSlot >= 0) { if (absent) row.setNullAt(rawSlot) else row.update(rawSlot, mask.copy()) }
     if (namesSlot >= 0) {
-      if (mask == null) row.setNullAt(namesSlot)
-      else row.update(namesSlot, maskNames(mask))
+      if (absent) row.setNullAt(namesSlot)
+      else row.update(namesSlot, maskNames(mask.bytes, mask.offset, mask.length))
     }
   }
 

@@ -22,8 +22,8 @@ import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeTimestamp}
 private[catalyst] final class HeaderWriters(
     row: InternalRow,
     slot: String => Int,
-    setChangeMask: Array[Byte] => Unit,
-    setColumnMask: Array[Byte] => Unit) {
+    changeMask: MaskSlice,
+    columnMask: MaskSlice) {
 
   /** The step for the whole record, and the output slots it always writes. */
   def build(headers: Schema): (Step, Set[Int]) = {
@@ -42,8 +42,8 @@ private[catalyst] final class HeaderWriters(
           header(C.TransactionEventCounter, s)(ValueWriters.column(s, LongType, row, _, f.name))
         case "transactionLastEvent" =>
           header(C.TransactionLastEvent, s)(ValueWriters.column(s, BooleanType, row, _, f.name))
-        case "changeMask" => (mask(s, f.name, setChangeMask), None)
-        case "columnMask" => (mask(s, f.name, setColumnMask), None)
+        case "changeMask" => (mask(s, f.name, changeMask), None)
+        case "columnMask" => (mask(s, f.name, columnMask), None)
         case _ => (AvroSkipper(s), None)
       }
     }
@@ -77,13 +77,24 @@ private[catalyst] final class HeaderWriters(
     ValueWriters.nullableUnion(schema, name)(() => row.setNullAt(o), ValueWriters.parsed(use))
   }
 
-  private def mask(schema: Schema, name: String, set: Array[Byte] => Unit): Step = {
+  private def mask(schema: Schema, name: String, into: MaskSlice): Step = {
     if (AvroSchemas.unwrapNullable(schema).getType != BYTES) throw new ReplicateException(ErrorId.UnsupportedType,
       s"header `$name` has the Avro type ${AvroSchemas.unwrapNullable(schema)}; expected bytes")
-    var buffer = java.nio.ByteBuffer.allocate(16)
-    ValueWriters.nullableUnion(schema, name)(() => set(null), in => {
-      buffer = in.readBytes(buffer)
-      set(java.util.Arrays.copyOfRange(buffer.array(), buffer.position(), buffer.limit()))
-    })
+    ValueWriters.nullableUnion(schema, name)(() => into.clear(),
+      in => { in.readSlice(); into.set(in.array, in.sliceStart, in.sliceLength) })
   }
+}
+
+/**
+ * Where a message's mask lies in its bytes (`bytes` null when the mask is null or absent): masks
+ * are validated and expanded in place, and copied only when the raw mask column is selected.
+ */
+private[catalyst] final class MaskSlice {
+  var bytes: Array[Byte] = _
+  var offset = 0
+  var length = 0
+
+  def set(array: Array[Byte], at: Int, n: Int): Unit = { bytes = array; offset = at; length = n }
+  def clear(): Unit = bytes = null
+  def copy(): Array[Byte] = java.util.Arrays.copyOfRange(bytes, offset, offset + length)
 }

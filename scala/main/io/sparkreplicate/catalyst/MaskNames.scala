@@ -25,14 +25,20 @@ final class MaskNames(columnNames: Array[UTF8String]) {
   /** The 0-based columns of the mask being built. */
   private val marked = new Array[Int](columnNames.length)
 
-  def apply(mask: Array[Byte]): ArrayData = {
-    val i = MaskNames.index(java.util.Arrays.hashCode(mask))
+  /** The names of the mask in `bytes` at `offset`. */
+  def apply(bytes: Array[Byte], offset: Int, length: Int): ArrayData = {
+    val end = offset + length
+    var hash = 1
+    var b = offset
+    while (b < end) { hash = 31 * hash + bytes(b); b += 1 }
+    val i = MaskNames.index(hash)
     val key = keys(i)
-    if (key != null && java.util.Arrays.equals(key, mask)) values(i)
+    if (key != null && java.util.Arrays.equals(key, 0, key.length, bytes, offset, end)) values(i)
     else {
+      // A copy: the caller's bytes are reused for later messages.
+      val mask = java.util.Arrays.copyOfRange(bytes, offset, end)
       val built = build(mask)
-      // A copy: the caller's array may be reused for later masks.
-      keys(i) = mask.clone()
+      keys(i) = mask
       values(i) = built
       built
     }

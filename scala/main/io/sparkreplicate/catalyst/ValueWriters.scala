@@ -159,7 +159,7 @@ private[catalyst] object ValueWriters {
   trait TextUse { def apply(bytes: Array[Byte], offset: Int, length: Int): Unit }
 
   /** The step reading a string and handing its bytes, uncopied, to `use`. */
-  def parsed(use: TextUse): Step = in => { in.readText(); use(in.array, in.textStart, in.textLength) }
+  def parsed(use: TextUse): Step = in => { in.readSlice(); use(in.array, in.sliceStart, in.sliceLength) }
 
   /** Reads `bytes` or `fixed`; the buffer is reused, valid until the next read. */
   private def bytes(writer: Schema): Decoder => ByteBuffer = writer.getType match {
@@ -190,8 +190,8 @@ private[catalyst] object ValueWriters {
    * UTF-8 is malformed, never replaced.
    */
   def utf8(in: SliceDecoder, name: String): UTF8String = {
-    in.readText()
-    validUtf8(in.array, in.textStart, in.textLength, name)
+    in.readSlice()
+    validUtf8(in.array, in.sliceStart, in.sliceLength, name)
   }
 
   def validUtf8(bytes: Array[Byte], offset: Int, length: Int, name: String): UTF8String = {

@@ -36,14 +36,16 @@ object ChangeMask {
     out
   }
 
-  /** Fails as [[ordinals]] would, without materialising the ordinals. */
-  def validate(mask: Array[Byte], columnCount: Int): Unit = {
-    var i = 0
-    while (i < mask.length && mask(i) == 0) i += 1
-    if (i < mask.length) {
-      val highest = (mask.length - 1 - i) * 8 + (32 - Integer.numberOfLeadingZeros(mask(i) & 0xff))
+  /** Fails as [[ordinals]] would on the mask in `bytes` at `offset`, without materialising the ordinals. */
+  def validate(bytes: Array[Byte], offset: Int, length: Int, columnCount: Int): Unit = {
+    val end = offset + length
+    var i = offset
+    while (i < end && bytes(i) == 0) i += 1
+    if (i < end) {
+      val highest = (end - 1 - i) * 8 + (32 - Integer.numberOfLeadingZeros(bytes(i) & 0xff))
       if (highest > columnCount) throw new MalformedMessageException(ErrorId.BadMask,
-        s"mask ${hex(mask)} sets the bit of column $highest but the table has $columnCount columns")
+        s"mask ${hex(java.util.Arrays.copyOfRange(bytes, offset, end))} sets the bit of column $highest " +
+          s"but the table has $columnCount columns")
     }
   }
 

@@ -21,9 +21,9 @@ final class SliceDecoder extends Decoder {
   private var pos = 0
   private var end = 0
   var field: String = "payload"
-  // Where the string last read by readText lies in `buf`.
-  private var textAt = 0
-  private var textBytes = 0
+  // Where the value last read by readSlice lies in `buf`.
+  private var valueAt = 0
+  private var valueBytes = 0
   // What readRecurringString read last in each slot: the bytes, and their String.
   private val recurringBytes = new Array[Array[Byte]](SliceDecoder.RecurringSlots)
   private val recurringStrings = new Array[String](SliceDecoder.RecurringSlots)
@@ -131,20 +131,21 @@ final class SliceDecoder extends Decoder {
   }
 
   /**
-   * Reads a string without copying or decoding it: its bytes stay in [[array]] from [[textStart]]
-   * for [[textLength]] bytes, valid until the array is reset. The caller validates them as UTF-8.
+   * Reads a string or bytes value without copying or decoding it: its bytes stay in [[array]] from
+   * [[sliceStart]] for [[sliceLength]] bytes, valid until the array is reset. A caller reading a
+   * string validates them as UTF-8.
    */
-  def readText(): Unit = {
+  def readSlice(): Unit = {
     val length = readLength()
-    textAt = pos
-    textBytes = length
+    valueAt = pos
+    valueBytes = length
     pos += length
   }
 
-  /** The array the slice lies in, for [[readText]]'s bytes. */
+  /** The array the slice lies in, for [[readSlice]]'s bytes. */
   def array: Array[Byte] = buf
-  def textStart: Int = textAt
-  def textLength: Int = textBytes
+  def sliceStart: Int = valueAt
+  def sliceLength: Int = valueBytes
 
   override def readString(): String = {
     val length = readLength()
