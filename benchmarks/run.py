@@ -404,11 +404,14 @@ def main() -> None:
     results = {"command": os.environ.get("BENCH_COMMAND", command), "quick": args.quick, "runs": args.runs,
                "seed": args.seed, "master": "local[2]", "environment": env, "profiles": {}}
 
-    spark = make_session("local[2]", args.avro_jar)
     for p in profiles:
         log(f"profile {p} ({PROFILES[p].description}, {sizes[p]:,} messages)")
+        # A session per profile: its Python workers (reused by every Python contender) start fresh.
+        # One session for all profiles once lost a worker to a crash in the last profile, after
+        # about 50 minutes of runs, which did not recur in a fresh session.
+        spark = make_session("local[2]", args.avro_jar)
         results["profiles"][p] = bench_profile(spark, datasets[p], args.runs, with_diagnostics=p == profiles[0])
-    spark.stop()
+        spark.stop()
 
     headline = "M" if "M" in profiles else profiles[0]
     results["headline"] = headline
