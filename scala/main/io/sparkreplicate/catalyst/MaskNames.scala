@@ -49,7 +49,9 @@ final class MaskNames(columnNames: Array[UTF8String]) {
    * (offset << 32 | length) word per element, then the names, each padded with zeros to 8 bytes.
    */
   private def build(mask: Array[Byte]): ArrayData = {
-    // Bit i (from the least significant of the last byte) is column i, ascending.
+    // Bit i (from the least significant of the last byte) is column i, ascending. The bits are
+    // walked here rather than by ChangeMask.ordinals, whose array per miss measured about 60 bytes
+    // more allocation per message on profile M, where most change masks miss.
     var count = 0
     var dataBytes = 0
     var column = 0

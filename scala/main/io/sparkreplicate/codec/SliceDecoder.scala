@@ -148,10 +148,8 @@ final class SliceDecoder extends Decoder {
   def sliceLength: Int = valueBytes
 
   override def readString(): String = {
-    val length = readLength()
-    val at = pos
-    pos += length
-    Utf8Strict.decode(buf, at, length, field)
+    readSlice()
+    Utf8Strict.decode(buf, valueAt, valueBytes, field)
   }
 
   /**
@@ -160,14 +158,13 @@ final class SliceDecoder extends Decoder {
    * the String decoded then is returned, so a repeat costs a comparison, not a decode.
    */
   def readRecurringString(slot: Int): String = {
-    val length = readLength()
-    val at = pos
-    pos += length
+    readSlice()
     val last = recurringBytes(slot)
-    if (last != null && java.util.Arrays.equals(last, 0, last.length, buf, at, at + length)) recurringStrings(slot)
-    else {
-      val s = Utf8Strict.decode(buf, at, length, field)
-      recurringBytes(slot) = java.util.Arrays.copyOfRange(buf, at, at + length)
+    if (last != null && java.util.Arrays.equals(last, 0, last.length, buf, valueAt, valueAt + valueBytes)) {
+      recurringStrings(slot)
+    } else {
+      val s = Utf8Strict.decode(buf, valueAt, valueBytes, field)
+      recurringBytes(slot) = java.util.Arrays.copyOfRange(buf, valueAt, valueAt + valueBytes)
       recurringStrings(slot) = s
       s
     }
