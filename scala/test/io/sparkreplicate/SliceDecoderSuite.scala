@@ -26,10 +26,11 @@ class SliceDecoderSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     Gen.oneOf(0L, -1L, 63L, -64L, 64L, Long.MaxValue, Long.MinValue, Int.MaxValue.toLong, Int.MinValue.toLong))
 
   test("varints of every size read as Avro's decoder reads them, at the end of the slice or not") {
-    forAll(Gen.listOf(anyLong), Gen.choose(0, 12)) { (values, padding) =>
+    forAll(Gen.listOf(anyLong), Gen.choose(0, 12), Gen.oneOf(-1.toByte, 0.toByte)) { (values, padding, fill) =>
       val bytes = avroLongs(values)
-      // Bytes beyond the slice must not be read: fill them with continuation bits.
-      val framed = Array.fill[Byte](3)(-1) ++ bytes ++ Array.fill[Byte](padding)(-1)
+      // Bytes beyond the slice must not count: fill them with continuation bits, or with bytes that
+      // would end a varint read past the slice.
+      val framed = Array.fill[Byte](3)(-1) ++ bytes ++ Array.fill[Byte](padding)(fill)
       val in = new SliceDecoder().reset(framed, 3, bytes.length)
       val avro = DecoderFactory.get.binaryDecoder(bytes, null)
       for (v <- values) {

@@ -50,13 +50,18 @@ object DecoderBench {
     val warmup = math.max(1.0, seconds / 2)
     val conf = new Configuration()
     // Avro types, as the generic baseline decodes them (and as the benchmark's compared contenders do).
-    val options = ReplicateOptions.parse(Map("path" -> s"$root/bench", "schemaTopic" -> s"$root/_schema", "table" -> table,
-      "sourceTypes" -> "false"))
+    def optionsWith(extra: (String, String)*) = ReplicateOptions.parse(Map("path" -> s"$root/bench",
+      "schemaTopic" -> s"$root/_schema", "table" -> table, "sourceTypes" -> "false") ++ extra)
+    val options = optionsWith()
     val spec = readSpec(root, options, conf)
+    // The same read with raw masks only: the difference is what expanding masks into names costs.
+    val noMasksSpec = readSpec(root, optionsWith("expandMasks" -> "false"), conf)
     val messages = Messages.load(s"$root/bench", conf, options, messageArg.toInt)
     println(s"DecoderBench: ${messages.count} messages of $table (${messages.totalBytes / messages.count} bytes on average)")
 
     val connector = new ChangeRowDecoder(spec)
+    val noMasks = new ChangeRowDecoder(noMasksSpec)
+    val noMasksToUnsafe = UnsafeProjection.create(noMasksSpec.required)
     val generic = new GenericDecoder(spec)
     val toUnsafe = UnsafeProjection.create(spec.required)
     val toUnsafe2 = UnsafeProjection.create(spec.required)
@@ -67,6 +72,8 @@ object DecoderBench {
       val outcome = connector.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
       val row = generic.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
       require(outcome == Outcome.Row && row != null, s"message $i was not decoded into a row")
+      require(noMasks.decode(messages.bytes, messages.offsets(i), messages.lengths(i)) == Outcome.Row,
+        s"message $i was not decoded into a row without mask expansion")
       val a = toUnsafe(connector.out.row)
       val b = toUnsafe2(row)
       require(a == b, s"message $i: the decoders disagree:\n${connector.out.row}\n$row")
@@ -80,11 +87,17 @@ object DecoderBench {
       ("connector", "connector: ChangeRowDecoder (one reused row)", j => {
         connector.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(connector.out.row)
       }),
+      ("connector_no_masks", "connector with `expandMasks` false", j => {
+        noMasks.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(noMasks.out.row)
+      }),
       ("generic", "Avro GenericDatumReader + generic converter", j => {
         consume(generic.decode(messages.bytes, messages.offsets(j), messages.lengths(j)))
       }),
       ("connector_unsafe", "connector, then Spark's copy into an UnsafeRow", j => {
         connector.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(toUnsafe(connector.out.row))
+      }),
+      ("connector_no_masks_unsafe", "connector with `expandMasks` false, then Spark's copy", j => {
+        noMasks.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(noMasksToUnsafe(noMasks.out.row))
       }),
       ("generic_unsafe", "generic, then Spark's copy into an UnsafeRow", j => {
         consume(toUnsafe(generic.decode(messages.bytes, messages.offsets(j), messages.lengths(j))))
