@@ -15,7 +15,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, ColumnInfo, DecodeStep, SliceDecoder, SourceText}
+import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, CivilTime, ColumnInfo, DecodeStep, SliceDecoder, SourceText}
 
 /**
  * What a value writer knows of its value beyond the Avro and Spark types: the column's name (for
@@ -220,10 +220,11 @@ private[catalyst] object ValueWriters {
   }
 
   /** A DATETIME sent as text: Replicate's `yyyy-MM-dd HH:mm:ss.ffffff`, without a zone. */
-  private def localTimestamp(b: Array[Byte], at: Int, n: Int, name: String): Long =
-    try ChangeTimestamp.parseMicros(b, at, n) catch {
-      case _: MalformedMessageException => throw new MalformedMessageException(ErrorId.BadValue,
-        s"column `$name`: `${new String(b, at, math.min(n, 64), java.nio.charset.StandardCharsets.UTF_8)}` " +
-          "is not a timestamp yyyy-MM-dd HH:mm:ss[.ffffff]")
-    }
+  private def localTimestamp(b: Array[Byte], at: Int, n: Int, name: String): Long = {
+    val micros = ChangeTimestamp.micros(b, at, n)
+    if (micros == CivilTime.Invalid) throw new MalformedMessageException(ErrorId.BadValue,
+      s"column `$name`: `${new String(b, at, math.min(n, 64), java.nio.charset.StandardCharsets.UTF_8)}` " +
+        "is not a timestamp yyyy-MM-dd HH:mm:ss[.ffffff]")
+    micros
+  }
 }

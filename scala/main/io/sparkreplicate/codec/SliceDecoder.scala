@@ -74,7 +74,7 @@ final class SliceDecoder extends Decoder {
       // Up to 8 varint bytes at once (the multi-byte values of Replicate's rows, ints and longs up
       // to 2^55, take 2 to 8): the first byte without its continuation bit ends the varint. The
       // word may reach past the slice while it stays inside the array; an end found past the
-      // slice is left to the checked loop below, which reports the truncation.
+      // slice, and the rare varint of 9 or 10 bytes, are left to the checked loop below.
       val word: Long = SliceDecoder.LittleEndianLong.get(buf, pos)
       val ends = ~word & 0x8080808080808080L
       if (ends != 0) {
@@ -85,16 +85,6 @@ final class SliceDecoder extends Decoder {
           return (value >>> 1) ^ -(value & 1)
         }
       }
-    }
-    if (end - pos >= 10) {
-      // Room for the longest varint: no bound check per byte.
-      val start = pos
-      var value = 0L
-      var shift = 0
-      var b = 0
-      while (shift < 70 && { b = buf(pos); pos += 1; value |= (b & 0x7fL) << shift; shift += 7; b < 0 }) ()
-      if (b >= 0) return (value >>> 1) ^ -(value & 1)
-      pos = start // over 10 bytes: the checked loop reports it
     }
     var value = 0L
     var shift = 0
