@@ -35,6 +35,12 @@ def targets(results: dict, wanted: dict) -> dict:
     return out
 
 
+def _peaks(point: dict) -> str:
+    """The point's peak heap after GC, and every run's when it was measured more than once."""
+    runs = point.get("peaks_after_gc_mb", [])
+    return f"{point['peak_heap_after_gc_mb']}" + (f" ({', '.join(map(str, runs))})" if len(runs) > 1 else "")
+
+
 def _fmt_int(n) -> str:
     return f"{n:,}"
 
@@ -151,12 +157,15 @@ def markdown(r: dict) -> str:
             "2 GiB heap and a 64 MiB young generation, so that G1 collects, and samples the live heap, every 64 MB "
             "allocated)",
             "",
-            "| messages | input MB | largest file MB | read s | GCs during read | peak heap after GC, MB | heap after full GC, MB | JVM RSS peak, MB |",
+            "Each size runs in several fresh JVMs; the row is the run with the median peak, and the peaks of all "
+            "runs are listed after it.",
+            "",
+            "| messages | input MB | largest file MB | read s | GCs during read | peak heap after GC, MB (all runs) | heap after full GC, MB | JVM RSS peak, MB |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for pt in mem["points"]:
             lines.append(f"| {_fmt_int(pt['messages'])} | {pt['data_bytes'] / 1e6:.1f} | {pt['file_bytes'] / 1e6:.1f} "
-                         f"| {pt['seconds']:.2f} | {pt['gc_pauses_during_read']} | {pt['peak_heap_after_gc_mb']} "
+                         f"| {pt['seconds']:.2f} | {pt['gc_pauses_during_read']} | {_peaks(pt)} "
                          f"| {pt['heap_after_full_gc_mb']} | {pt['vm_hwm_mb']:.0f} |")
         lines += ["", f"Input grew {mem['input_growth']}x; peak live heap grew {mem['peak_heap_after_gc_growth']}x: "
                   + ("flat" if mem["flat"] else "**not flat**") + f" ({mem['rule']}). The RSS peak mostly "

@@ -43,6 +43,7 @@ TARGETS = {
 # for a few MB of JVM noise.
 MEMORY_FLAT_RATIO = 1.25
 MEMORY_NOISE_MB = 32
+MEMORY_REPEATS = 3  # fresh JVMs per input size
 
 
 def log(*args) -> None:
@@ -447,13 +448,20 @@ def main() -> None:
         for fraction in (4, 2, 1):
             n = max(1, sizes[headline] // fraction)
             grown = dataset(PROFILES[headline], n, args.seed, data_dir, log)
-            with tempfile.TemporaryDirectory() as tmp:
-                point = run_worker("memory", args, messages=n, heap="2g", gc_log=f"{tmp}/gc.log",
-                                   **worker_params)
+            # One JVM's peak is at the mercy of when G1 happens to collect (a sample of 107 MB among
+            # runs of 58 MB was seen): the point is the run with the median peak, all peaks are kept.
+            runs = []
+            for _ in range(MEMORY_REPEATS):
+                with tempfile.TemporaryDirectory() as tmp:
+                    runs.append(run_worker("memory", args, messages=n, heap="2g", gc_log=f"{tmp}/gc.log",
+                                           **worker_params))
+            runs.sort(key=lambda run: run["peak_heap_after_gc_mb"] or 0)
+            point = runs[len(runs) // 2] | {"peaks_after_gc_mb": [run["peak_heap_after_gc_mb"] for run in runs]}
             point.update({"messages": n, "data_bytes": grown.data_bytes,
                           "file_bytes": max(f.stat().st_size for f in grown.data_files)})
             points.append(point)
-            log(f"  {n:,} messages: peak heap after GC {point['peak_heap_after_gc_mb']} MB, "
+            log(f"  {n:,} messages: peak heap after GC {point['peak_heap_after_gc_mb']} MB "
+                f"(runs: {point['peaks_after_gc_mb']}), "
                 f"{point['gc_pauses_during_read']} GCs, RSS peak {point['vm_hwm_mb']:.0f} MB")
         results["memory"] = report.memory_summary(points, MEMORY_FLAT_RATIO, MEMORY_NOISE_MB)
 

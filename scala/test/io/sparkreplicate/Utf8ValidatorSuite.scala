@@ -10,7 +10,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
 import io.sparkreplicate.Fixtures.hex
-import io.sparkreplicate.catalyst.Utf8Validator
+import io.sparkreplicate.codec.Utf8Validator
 
 /**
  * The validator against the three references it must agree with: Java's UTF-8 decoder with

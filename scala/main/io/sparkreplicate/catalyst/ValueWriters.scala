@@ -15,7 +15,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, CivilTime, ColumnInfo, DecodeStep, SliceDecoder, SourceText}
+import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, CivilTime, ColumnInfo, DecodeStep, SliceDecoder, SourceText, Utf8Validator}
 
 /**
  * What a value writer knows of its value beyond the Avro and Spark types: the column's name (for

@@ -75,10 +75,10 @@ final class SliceDecoder extends Decoder {
       // to 2^55, take 2 to 8): the first byte without its continuation bit ends the varint. The
       // word may reach past the slice while it stays inside the array; an end found past the
       // slice, and the rare varint of 9 or 10 bytes, are left to the checked loop below.
-      val word: Long = SliceDecoder.LittleEndianLong.get(buf, pos)
-      val ends = ~word & 0x8080808080808080L
+      val word = ByteWords.littleEndianLong(buf, pos)
+      val ends = ~word & ByteWords.HighBits
       if (ends != 0) {
-        val bytes = (java.lang.Long.numberOfTrailingZeros(ends) >>> 3) + 1
+        val bytes = ByteWords.firstByte(ends) + 1
         if (bytes <= end - pos) {
           pos += bytes
           val value = SliceDecoder.gatherSevenBitGroups(word & (-1L >>> (64 - 8 * bytes)))
@@ -248,10 +248,6 @@ final class SliceDecoder extends Decoder {
 object SliceDecoder {
   /** How many fields [[SliceDecoder.readRecurringString]] keeps apart. */
   val RecurringSlots = 3
-
-  /** 8 bytes of an array at any index as a little-endian long, in one (checked) load. */
-  private val LittleEndianLong =
-    java.lang.invoke.MethodHandles.byteArrayViewVarHandle(classOf[Array[Long]], java.nio.ByteOrder.LITTLE_ENDIAN)
 
   /**
    * The value of up to 8 little-endian varint bytes: their low 7 bits each, packed together by

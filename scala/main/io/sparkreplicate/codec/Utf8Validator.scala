@@ -1,6 +1,4 @@
-package io.sparkreplicate.catalyst
-
-import org.apache.spark.unsafe.Platform
+package io.sparkreplicate.codec
 
 /**
  * Strict UTF-8 validation of a slice, in place: accepts exactly what Spark's
@@ -12,27 +10,22 @@ import org.apache.spark.unsafe.Platform
  * sequence.
  */
 object Utf8Validator {
-  private final val HighBits = 0x8080808080808080L
-  private val LittleEndian = java.nio.ByteOrder.nativeOrder == java.nio.ByteOrder.LITTLE_ENDIAN
-
   def isValid(bytes: Array[Byte], offset: Int, length: Int): Boolean = {
-    // The word reads below are unchecked: the slice must lie inside the array.
+    // A word may be read past the slice while it stays inside the array (a short string in the
+    // middle of a message), its bytes beyond the slice masked out: the slice must lie inside.
     if (offset < 0 || length < 0 || offset > bytes.length - length) throw new IndexOutOfBoundsException(
       s"slice [$offset, $offset + $length) of an array of ${bytes.length} bytes")
     val end = offset + length
     var i = offset
     while (i < end) {
       val left = end - i
-      // A word may be read past the slice while it stays inside the array (a short string in the
-      // middle of a message): the bytes beyond the slice are masked out, the low ones in little-endian.
-      if (left >= 8 || (LittleEndian && bytes.length - i >= 8)) {
-        var high = Platform.getLong(bytes, Platform.BYTE_ARRAY_OFFSET + i) & HighBits
+      if (bytes.length - i >= 8) {
+        var high = ByteWords.littleEndianLong(bytes, i) & ByteWords.HighBits
         if (left < 8) high &= (1L << (left << 3)) - 1
         if (high == 0) i += math.min(left, 8)
         else {
           // Straight to the first byte with its high bit set; the ASCII bytes before it are fine.
-          i += (if (LittleEndian) java.lang.Long.numberOfTrailingZeros(high) else java.lang.Long.numberOfLeadingZeros(high)) >>> 3
-          i = afterSequence(bytes, i, end)
+          i = afterSequence(bytes, i + ByteWords.firstByte(high), end)
           if (i < 0) return false
         }
       } else if (bytes(i) >= 0) i += 1
