@@ -15,7 +15,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, ChangeTimestamp, CivilTime, ColumnInfo, DecodeStep, SliceDecoder, SourceText, Utf8Validator}
+import io.sparkreplicate.codec.{AvroSchemas, ColumnInfo, DecodeStep, SliceDecoder, SourceText, Utf8Validator}
 
 /**
  * What a value writer knows of its value beyond the Avro and Spark types: the column's name (for
@@ -146,7 +146,7 @@ private[catalyst] object ValueWriters {
         row.setDecimal(ordinal, fit(Decimal(SourceText.parseDecimal(b, at, n, t.scale, name)), t, name), t.precision))
       case TimestampType =>
         val zone = new LocalTimestamps(o.zone)
-        parsed((b, at, n) => row.setLong(ordinal, zone.toUtcMicros(localTimestamp(b, at, n, name))))
+        parsed((b, at, n) => row.setLong(ordinal, zone.toUtcMicros(SourceText.parseTimestamp(b, at, n, name))))
       case _ => throw new ReplicateException(ErrorId.IncompatibleVersions,
         s"column `$name` arrives as an Avro string, which cannot be read as ${target.simpleString}")
     }
@@ -217,14 +217,5 @@ private[catalyst] object ValueWriters {
     if (!value.changePrecision(target.precision, target.scale)) throw new MalformedMessageException(
       ErrorId.BadValue, s"column `$name`: $value does not fit ${target.simpleString}")
     value
-  }
-
-  /** A DATETIME sent as text: Replicate's `yyyy-MM-dd HH:mm:ss.ffffff`, without a zone. */
-  private def localTimestamp(b: Array[Byte], at: Int, n: Int, name: String): Long = {
-    val micros = ChangeTimestamp.micros(b, at, n)
-    if (micros == CivilTime.Invalid) throw new MalformedMessageException(ErrorId.BadValue,
-      s"column `$name`: `${new String(b, at, math.min(n, 64), java.nio.charset.StandardCharsets.UTF_8)}` " +
-        "is not a timestamp yyyy-MM-dd HH:mm:ss[.ffffff]")
-    micros
   }
 }

@@ -99,6 +99,13 @@ object SourceText {
     micros
   }
 
+  /** A DATETIME as Replicate writes it, `yyyy-MM-dd HH:mm:ss.ffffff` without a zone, to microseconds of that civil time. */
+  def parseTimestamp(buf: Array[Byte], offset: Int, length: Int, column: String): Long = {
+    val micros = ChangeTimestamp.micros(buf, offset, length)
+    if (micros == CivilTime.Invalid) fail(buf, offset, length, column, "a timestamp yyyy-MM-dd HH:mm:ss[.ffffff]")
+    micros
+  }
+
   /** `HH:mm:ss.ffffff`: the one form TIME values take whatever Replicate sent. */
   def formatTime(microsOfDay: Long, column: String): String = {
     if (microsOfDay < 0 || microsOfDay >= CivilTime.MicrosPerDay) throw new MalformedMessageException(ErrorId.BadValue,

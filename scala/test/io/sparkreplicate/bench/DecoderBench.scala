@@ -53,9 +53,10 @@ object DecoderBench {
     def optionsWith(extra: (String, String)*) = ReplicateOptions.parse(Map("path" -> s"$root/bench",
       "schemaTopic" -> s"$root/_schema", "table" -> table, "sourceTypes" -> "false") ++ extra)
     val options = optionsWith()
-    val spec = readSpec(root, options, conf)
+    val registry = schemaRegistry(root, options, conf)
+    val spec = readSpec(registry, options)
     // The same read with raw masks only: the difference is what expanding masks into names costs.
-    val noMasksSpec = readSpec(root, optionsWith("expandMasks" -> "false"), conf)
+    val noMasksSpec = readSpec(registry, optionsWith("expandMasks" -> "false"))
     val messages = Messages.load(s"$root/bench", conf, options, messageArg.toInt)
     println(s"DecoderBench: ${messages.count} messages of $table (${messages.totalBytes / messages.count} bytes on average)")
 
@@ -151,13 +152,16 @@ object DecoderBench {
     Result(key, label, sorted(sorted.size / 2).toDouble / count, allocated.toDouble / (count.toLong * passes.size), passes.size)
   }
 
-  private def readSpec(root: String, options: ReplicateOptions, conf: Configuration): ReadSpec = {
+  private def schemaRegistry(root: String, options: ReplicateOptions, conf: Configuration): SchemaRegistry = {
     val schemaFiles = Files.list(Paths.get(root, "_schema")).iterator.asScala.toSeq.sortBy(_.toString)
     val versions = schemaFiles.flatMap { p =>
       val length = Files.size(p)
       MetadataScanner.scan(FileSplit(p.toUri.toString, 0, length, length, Framing.Auto), conf, options, strict = true)
     }
-    val registry = SchemaRegistry.build(versions, options.schemaTopic)
+    SchemaRegistry.build(versions, options.schemaTopic)
+  }
+
+  private def readSpec(registry: SchemaRegistry, options: ReplicateOptions): ReadSpec = {
     val table = registry.tables.keys.find(_.toString == options.table.get.toString).get
     val layout = TableLayout.of(table, registry.tables(table), options)
     ReadSpec(options, registry, layout, C.schema(layout, options))
