@@ -43,18 +43,27 @@ clean:
 
 # `make bench` measures the connector against spark-avro's from_avro, fastavro (mapInArrow and a
 # Python Data Source) and the floor on generated landing zones (cached in benchmarks/data/), then
-# scaling, memory and the JVM decoder micro-benchmark; it writes benchmarks/results.json and
-# benchmarks/RESULTS.md. `make bench BENCH_ARGS=--quick` is a smoke run; `python benchmarks/run.py
-# --help` lists the other arguments. spark-avro is fetched from Maven Central at the Spark version
+# scaling, memory, a CPU profile of the connector and the JVM decoder micro-benchmark; it writes
+# benchmarks/results.json and benchmarks/RESULTS.md. `make bench BENCH_ARGS=--quick` is a smoke
+# run; `python benchmarks/run.py --help` lists the other arguments. spark-avro is fetched from Maven Central at the Spark version
 # (or, if that release is missing there, the nearest earlier patch release of the same line).
 BENCH_ARGS ?=
 BENCH_JARS := benchmarks/data/jars
+ASYNC_PROFILER_VERSION := 4.2
+ASYNC_PROFILER_JAR := $(BENCH_JARS)/async-profiler-$(ASYNC_PROFILER_VERSION).jar
 SPARK_VERSION := $(shell sed -n 's/^val sparkVersion = "\(.*\)"/\1/p' build.sbt)
 
-bench: install $(BENCH_JARS)/spark-avro.version
+bench: install $(BENCH_JARS)/spark-avro.version $(ASYNC_PROFILER_JAR)
 	$(PY) -m pip install -q "spark-replicate[bench]"
 	BENCH_COMMAND="make bench$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')" $(PY) benchmarks/run.py \
-	  --spark-avro-jar $(BENCH_JARS)/spark-avro_2.13-$$(cat $(BENCH_JARS)/spark-avro.version).jar $(BENCH_ARGS)
+	  --spark-avro-jar $(BENCH_JARS)/spark-avro_2.13-$$(cat $(BENCH_JARS)/spark-avro.version).jar \
+	  --async-profiler-jar $(ASYNC_PROFILER_JAR) $(BENCH_ARGS)
+
+# The profiler of the benchmark's "where the time goes" step; its jar carries the native library.
+$(ASYNC_PROFILER_JAR):
+	mkdir -p $(BENCH_JARS)
+	mvn -q -B dependency:copy -Dartifact=tools.profiler:async-profiler:$(ASYNC_PROFILER_VERSION) \
+	  -DoutputDirectory=$(BENCH_JARS)
 
 $(BENCH_JARS)/spark-avro.version: build.sbt
 	mkdir -p $(BENCH_JARS)

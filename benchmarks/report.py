@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import cpu_profile
+
 ORDER = ("connector", "from_avro", "fastavro_mapinarrow", "python_datasource", "floor")
 
 
@@ -193,60 +197,46 @@ def markdown(r: dict) -> str:
 
 
 def time_budget(r: dict) -> list[str]:
-    """Where the connector's time goes on the headline profile, against the floor.
-
-    An estimate from this run's own figures: the micro-benchmark's single-thread costs per message,
-    spread over the session's two cores, and the rest of the connector's median time as remainder.
-    """
-    if "micro" not in r or r.get("headline") not in r["profiles"]:
+    """Where the connector's time goes on the headline profile, from the run's CPU profile."""
+    cp = r.get("cpu_profile")
+    if not cp or cp["profile"] not in r["profiles"]:
         return []
-    p = r["profiles"][r["headline"]]
-    cases = {c["key"]: c["ns_per_message"] for c in r["micro"]["cases"]}
-    needed = ("connector", "connector_unsafe", "connector_no_masks", "connector_no_masks_unsafe")
-    if any(key not in cases for key in needed):
-        return []
-    messages, cores = p["messages"], 2  # local[2]
+    p = r["profiles"][cp["profile"]]
     connector_s = p["contenders"]["connector"]["median_s"]
     floor_s = p["contenders"]["floor"]["median_s"]
-
-    def seconds(ns_per_message: float) -> float:
-        return ns_per_message * messages / cores / 1e9
-
-    decode_ns = cases["connector_no_masks"]
-    copy_ns = cases["connector_no_masks_unsafe"] - cases["connector_no_masks"]
-    masks_ns = cases["connector_unsafe"] - cases["connector_no_masks_unsafe"]
-    copy_s = seconds(cases["connector_unsafe"] - cases["connector"])  # every column's copy, the masks' too
-    rest_s = connector_s - seconds(cases["connector_unsafe"])
-    rows = [
-        ("decoding each message, envelope and payload, into the reader's reused row, masks left raw "
-         f"(micro-benchmark: {decode_ns:.0f} ns per message on one core)", seconds(decode_ns)),
-        ("Spark's copy of that row into an UnsafeRow, done by the generated code of the scan's stage "
-         f"(micro-benchmark: {copy_ns:.0f} ns per message)", seconds(copy_ns)),
-        ("expanding both masks into arrays of column names, and Spark's copy of those arrays "
-         f"(micro-benchmark: {masks_ns:.0f} ns per message)", seconds(masks_ns)),
-        ("the rest: reading the files and cutting their container blocks into messages, Spark's task loop and "
-         "the noop sink (the connector's median minus the three above)", rest_s),
-    ]
+    parts = cp["parts"]
+    task_keys = [key for key, *_ in cpu_profile.TASK_PARTS] + [cpu_profile.TASK_REST[0]]
+    task_samples = sum(parts[key] for key in task_keys)
+    seconds = {key: parts[key] / task_samples * connector_s for key in task_keys}
+    reads = ", ".join(f"{t:.2f}" for t in cp["times_s"])
     lines = [
-        f"## Where the connector's time goes (profile {r['headline']})",
+        f"## Where the connector's time goes (profile {cp['profile']})",
         "",
-        f"An estimate from this run's figures: the micro-benchmark's single-thread costs, times "
-        f"{_fmt_int(messages)} messages, over {cores} cores. Two threads share the caches and the memory bus, "
-        "so the remainder also absorbs what that costs.",
+        f"async-profiler (`itimer`, one sample per millisecond of a thread's CPU time) in a fresh `local[2]` JVM "
+        f"while the connector read profile {cp['profile']} {len(cp['times_s'])} times after a warm-up "
+        f"(reads of {reads} s). A sample of a task thread counts for the first part, in this order, whose code "
+        "is on its stack; the seconds spread the connector's median over the task threads' samples. Collapsed "
+        f"stacks: `{Path(cp['collapsed_stacks']).name}` in the data directory.",
         "",
-        "| part | seconds | x the floor |",
-        "|---|---:|---:|",
+        "| part | samples | share | seconds of the median | x the floor |",
+        "|---|---:|---:|---:|---:|",
     ]
-    lines += [f"| {label} | {sec:.3f} | {sec / floor_s:.2f} |" for label, sec in rows]
-    lines += [f"| connector (median) | {connector_s:.3f} | {connector_s / floor_s:.2f} |",
-              f"| floor (median) | {floor_s:.3f} | 1.00 |", ""]
+    lines += [f"| {cpu_profile.LABELS[key]} | {_fmt_int(parts[key])} | {parts[key] / task_samples:.1%} "
+              f"| {seconds[key]:.3f} | {seconds[key] / floor_s:.2f} |" for key in task_keys]
+    lines += [f"| connector (median) | {_fmt_int(task_samples)} | 100% | {connector_s:.3f} | {connector_s / floor_s:.2f} |",
+              f"| floor (median) | | | {floor_s:.3f} | 1.00 |", ""]
+    outside = {key: parts[key] for key in parts if key not in task_keys}
+    lines += ["Outside the task threads, in samples of all threads: "
+              + "; ".join(f"{cpu_profile.LABELS[key].removeprefix('outside the tasks: ')} {n / cp['samples']:.1%}"
+                          for key, n in outside.items()) + ".", ""]
     if connector_s > 2 * floor_s:
+        copy_s = seconds["copy"]
         budget = 2 * floor_s - copy_s
         lines += [
             f"Within 2x the floor means {2 * floor_s:.3f} s. Spark's copy into UnsafeRows alone takes "
-            f"{copy_s / floor_s:.2f}x the floor; it is not the reader's to avoid, since Spark converts the "
-            "rows of every row-based DSv2 scan. That leaves at most "
-            f"{budget:.3f} s for decoding and everything else, which take {connector_s - copy_s:.3f} s now "
+            f"{copy_s / floor_s:.2f}x the floor; it is not the reader's to avoid, since Spark puts an UnsafeProjection "
+            "after every row-based DSv2 scan (a columnar scan gets ColumnarToRow instead). That leaves "
+            f"{budget:.3f} s for the reader and the task loop, which take {connector_s - copy_s:.3f} s now "
             f"({(connector_s - copy_s) / budget:.1f}x that budget).",
             "",
         ]
@@ -257,7 +247,6 @@ if __name__ == "__main__":
     # Renders RESULTS.md again from a results.json, e.g. after a change to this report's wording.
     import json
     import sys
-    from pathlib import Path
 
     results_path = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent / "results.json")
     results = json.loads(results_path.read_text())

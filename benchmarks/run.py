@@ -65,7 +65,8 @@ def spark_avro_jar(given: str | None) -> str:
     return jars[-1]
 
 
-def make_session(master: str, avro_jar: str, java_options: str = "", driver_memory: str = "4g"):
+def make_session(master: str, avro_jar: str, java_options: str = "", driver_memory: str = "4g",
+                 extra_jars: list[str] = ()):
     """One SparkSession with the connector and spark-avro; Python workers run this interpreter
     with the benchmark modules importable."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -88,7 +89,7 @@ def make_session(master: str, avro_jar: str, java_options: str = "", driver_memo
                # interpreted. Without it from_avro's wide projection runs about 2x slower; the
                # other contenders are unaffected.
                .config("spark.sql.codegen.hugeMethodLimit", "8000")
-               .config("spark.jars", avro_jar))
+               .config("spark.jars", ",".join([avro_jar, *extra_jars])))
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
     spark = spark_replicate.configure_spark(builder).getOrCreate()
@@ -240,13 +241,19 @@ def worker(spec: dict) -> None:
         result = {"seconds": seconds, "start_s": start_ms / 1000, "end_s": end_ms / 1000, "vm_hwm_mb": hwm_kb / 1024}
         spark.stop()
         result.update(parse_gc_log(Path(gc_log).read_text(), result["start_s"], result["end_s"]))
-    elif spec["kind"] == "jfr":
-        spark = make_session("local[2]", spec["avro_jar"],
-                             f"-XX:StartFlightRecording=filename={spec['jfr']},settings=profile,dumponexit=true")
-        times = [timed(lambda: C.connector(spark, ds).write.format("noop").mode("overwrite").save())
-                 for _ in range(spec["runs"])]
+    elif spec["kind"] == "profile":
+        spark = make_session("local[2]", spec["avro_jar"], extra_jars=[spec["profiler_jar"]])
+        # async-profiler's Java API, in the driver JVM, which runs local[2]'s task threads; the
+        # native library comes out of the jar. itimer samples CPU time without perf events.
+        profiler = spark._jvm.one.profiler.AsyncProfiler.getInstance()
+        read = lambda: C.connector(spark, ds).write.format("noop").mode("overwrite").save()
+        warm_up = timed(read)
+        profiler.execute("start,event=itimer,interval=1ms")
+        times = [timed(read) for _ in range(spec["runs"])]
+        profiler.execute(f"stop,collapsed,file={spec['collapsed']}")
         spark.stop()
-        result = {"times": times}
+        import cpu_profile
+        result = {"warm_up_s": warm_up, "times_s": times} | cpu_profile.split(Path(spec["collapsed"]))
     else:
         raise SystemExit(f"unknown worker {spec['kind']}")
     Path(spec["out"]).write_text(json.dumps(result))
@@ -367,8 +374,9 @@ def main() -> None:
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-micro", action="store_true")
-    parser.add_argument("--jfr", action="store_true", help="also record the connector on M with Java Flight "
-                                                         "Recorder into <data-dir>/connector.jfr")
+    parser.add_argument("--async-profiler-jar", help="async-profiler's jar from Maven Central, for the CPU "
+                                                       "profile of the connector (make bench fetches it)")
+    parser.add_argument("--skip-profile", action="store_true")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -473,11 +481,16 @@ def main() -> None:
                                            2.0 if args.quick else 10.0)
         log(f"  {results['micro']['summary']}")
 
-    if args.jfr:
-        jfr = data_dir / "connector.jfr"
-        run_worker("jfr", args, messages=sizes[headline], runs=args.runs, jfr=str(jfr), **worker_params)
-        results["jfr"] = str(jfr)
-        log(f"  JFR recording: {jfr} (jfr print --events jdk.ExecutionSample {jfr})")
+    if not args.skip_profile:
+        if not args.async_profiler_jar:
+            sys.exit("the CPU profile needs --async-profiler-jar (make bench fetches it), or pass --skip-profile")
+        log(f"profile: where the connector's CPU time goes on {headline} (async-profiler, {args.runs} reads) ...")
+        collapsed = data_dir / f"connector-{headline}.collapsed"
+        results["cpu_profile"] = run_worker("profile", args, messages=sizes[headline], runs=args.runs,
+                                            profiler_jar=args.async_profiler_jar, collapsed=str(collapsed),
+                                            **worker_params)
+        results["cpu_profile"].update({"profile": headline, "collapsed_stacks": str(collapsed)})
+        log(f"  {results['cpu_profile']['samples']:,} samples: {results['cpu_profile']['parts']} ({collapsed})")
 
     stop_sampling.set()
     results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -44,18 +44,26 @@ class MaskNamesSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     mask(3) = 1 // the caller reusing its array must not change what the cache holds
     assert(names(cache(mask)) == Seq("COL_1"))
     assert(names(cache(unhex("0000000B"))) == Seq("COL_1", "COL_2", "COL_4"))
-    // Extra leading zero bytes: another key, the same names.
-    assert(names(cache(unhex("000000000B"))) == Seq("COL_1", "COL_2", "COL_4"))
+    // Extra leading zero bytes do not change the mask's value: the same entry.
+    assert(cache(unhex("000000000B")) eq cache(unhex("0B")))
+    assert(names(cache(unhex("00000000000000000000000B"))) == Seq("COL_1", "COL_2", "COL_4"))
   }
 
-  test("many distinct masks (more than the cache holds, so slots are shared): the bytes Spark's own writer makes") {
-    val cache = new MaskNames(columns.map(UTF8String.fromString).toArray)
-    val toUnsafe = UnsafeProjection.create(Array[DataType](ArrayType(StringType, containsNull = false)))
-    def spark(mask: Array[Byte]) = toUnsafe(InternalRow(new GenericArrayData(
-      ChangeMask.ordinals(mask, columns.size).map(i => UTF8String.fromString(columns(i - 1)): Any)))).getArray(0).copy()
-    val masks = Gen.listOf(Gen.choose(1, columns.size)).map(ordinals => ChangeMask.encode(ordinals, columns.size))
-    forAll(Gen.listOfN(3000, masks), minSuccessful(5)) { batch =>
-      for (mask <- batch ++ batch.reverse) assert(cache(mask) == spark(mask), hex(mask))
+  for (columnCount <- Seq(30, 64, 65, 130)) {
+    test(s"many distinct masks over $columnCount columns (more than the cache holds, so slots are shared): " +
+      "the bytes Spark's own writer makes") {
+      val columns = (1 to columnCount).map(i => s"COL_$i")
+      val cache = new MaskNames(columns.map(UTF8String.fromString).toArray)
+      val toUnsafe = UnsafeProjection.create(Array[DataType](ArrayType(StringType, containsNull = false)))
+      def spark(mask: Array[Byte]) = toUnsafe(InternalRow(new GenericArrayData(
+        ChangeMask.ordinals(mask, columnCount).map(i => UTF8String.fromString(columns(i - 1)): Any)))).getArray(0).copy()
+      val masks = for {
+        ordinals <- Gen.listOf(Gen.choose(1, columnCount))
+        leadingZeros <- Gen.frequency(4 -> Gen.const(0), 1 -> Gen.choose(1, 9))
+      } yield new Array[Byte](leadingZeros) ++ ChangeMask.encode(ordinals, columnCount)
+      forAll(Gen.listOfN(3000, masks), minSuccessful(5)) { batch =>
+        for (mask <- batch ++ batch.reverse) assert(cache(mask) == spark(mask), hex(mask))
+      }
     }
   }
 }
