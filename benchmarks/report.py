@@ -205,7 +205,7 @@ def time_budget(r: dict) -> list[str]:
     connector_s = p["contenders"]["connector"]["median_s"]
     floor_s = p["contenders"]["floor"]["median_s"]
     parts = cp["parts"]
-    task_keys = [key for key, *_ in cpu_profile.TASK_PARTS] + [cpu_profile.TASK_REST[0]]
+    task_keys = cpu_profile.TASK_KEYS
     task_samples = sum(parts[key] for key in task_keys)
     seconds = {key: parts[key] / task_samples * connector_s for key in task_keys}
     reads = ", ".join(f"{t:.2f}" for t in cp["times_s"])
@@ -214,8 +214,9 @@ def time_budget(r: dict) -> list[str]:
         "",
         f"async-profiler (`itimer`, one sample per millisecond of a thread's CPU time) in a fresh `local[2]` JVM "
         f"while the connector read profile {cp['profile']} {len(cp['times_s'])} times after a warm-up "
-        f"(reads of {reads} s). A sample of a task thread counts for the first part, in this order, whose code "
-        "is on its stack; the seconds spread the connector's median over the task threads' samples. Collapsed "
+        f"(reads of {reads} s). A sample of a task thread counts for the first of the reader's parts whose code "
+        "is on its stack, else for Spark's copy when it is in the stage's generated code, else for the task loop; "
+        "the seconds spread the connector's median over the task threads' samples. Collapsed "
         f"stacks: `{Path(cp['collapsed_stacks']).name}` in the data directory.",
         "",
         "| part | samples | share | seconds of the median | x the floor |",

@@ -15,7 +15,7 @@ import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, SliceDecoder}
  * Any other field is skipped. The steps are built once per file schema.
  */
 final class LandingRecordReader(schema: Schema, valueField: String, path: String) {
-  private type Step = (SliceDecoder, LandingRecord) => Unit
+  import LandingRecordReader.Step
 
   private val readValue: Step = (in, r) => {
     r.valueLength = in.readLength()
@@ -69,4 +69,15 @@ final class LandingRecordReader(schema: Schema, valueField: String, path: String
       val isValue = name == valueField
       (in, r) => if (in.readIndex() != nullBranch) step(in, r) else if (isValue) r.valueIsNull = true
     }
+}
+
+private object LandingRecordReader {
+  /**
+   * Reads one field of a landing record. An abstract class rather than a function for the reason
+   * [[io.sparkreplicate.codec.DecodeStep]] gives: the calls are megamorphic, and a virtual call
+   * costs less than a Function2's interface dispatch.
+   */
+  abstract class Step {
+    def apply(in: SliceDecoder, record: LandingRecord): Unit
+  }
 }

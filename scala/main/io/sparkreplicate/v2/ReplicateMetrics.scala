@@ -19,13 +19,17 @@ object ReplicateMetrics {
     new MalformedBadPayload, new MalformedBadMask, new MalformedBadValue, new MalformedInvalidUtf8,
     new MalformedUnknownSchemaId, new MalformedBadEmbeddedSchema, new MalformedBadFrame)
 
+  /** Spark asks for these every 100 rows, so the names of the per-reason metrics are made once. */
   def values(c: ReadCounters): Array[CustomTaskMetric] = Array(
     task("messagesRead", c.messagesRead), task("rowsReturned", c.rowsReturned),
     task("metadataMessages", c.metadataMessages), task("filteredOut", c.filteredOut),
     task("malformed", c.malformed), task("dropped", c.dropped), task("filesSkipped", c.skippedFiles.size)) ++
-    ErrorId.messageReasons.map(r => task(reasonMetric(r), c.malformedByReason(r.name)))
+    reasonMetrics.map { case (metric, reason) => task(metric, c.malformedByReason(reason)) }
 
   def reasonMetric(reason: ErrorId): String = s"malformed_${reason.name}"
+
+  /** (metric name, reason name) for each reason a message can be malformed for. */
+  private lazy val reasonMetrics = ErrorId.messageReasons.map(r => (reasonMetric(r), r.name)).toArray
 
   private def task(metric: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metric
