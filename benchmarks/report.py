@@ -212,7 +212,7 @@ def time_budget(r: dict) -> list[str]:
     lines = [
         f"## Where the connector's time goes (profile {cp['profile']})",
         "",
-        f"async-profiler (`itimer`, one sample per millisecond of a thread's CPU time) in a fresh `local[2]` JVM "
+        f"async-profiler (event `{cp['engine']}`: samples of each thread's CPU time) in a fresh `local[2]` JVM "
         f"while the connector read profile {cp['profile']} {len(cp['times_s'])} times after a warm-up "
         f"(reads of {reads} s). A sample of a task thread counts for the first of the reader's parts whose code "
         "is on its stack, else for Spark's copy when it is in the stage's generated code, else for the task loop; "

@@ -55,13 +55,14 @@ def log(*args) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def spark_avro_jar(given: str | None) -> str:
+def fetched_jar(given: str | None, data_dir: str, pattern: str, option: str) -> str:
+    """A jar `make bench` fetched with Maven into <data-dir>/jars, unless one is given."""
     if given:
         return given
-    jars = sorted(glob.glob(str(BENCH_DIR / "data" / "jars" / "spark-avro_2.13-*.jar")))
+    jars = sorted(glob.glob(str(Path(data_dir) / "jars" / pattern)))
     if not jars:
-        sys.exit("no spark-avro jar in benchmarks/data/jars: run `make bench`, which fetches it with Maven, "
-                 "or pass --spark-avro-jar")
+        sys.exit(f"no {pattern} in {data_dir}/jars: run `make bench`, which fetches it with Maven, "
+                 f"or pass {option}")
     return jars[-1]
 
 
@@ -244,16 +245,26 @@ def worker(spec: dict) -> None:
     elif spec["kind"] == "profile":
         spark = make_session("local[2]", spec["avro_jar"], extra_jars=[spec["profiler_jar"]])
         # async-profiler's Java API, in the driver JVM, which runs local[2]'s task threads; the
-        # native library comes out of the jar. itimer samples CPU time without perf events.
+        # native library comes out of the jar. `cpu` samples every millisecond of a thread's CPU
+        # time through perf events; where the machine bars them (often in containers), `ctimer`
+        # samples each thread's CPU clock at the kernel's tick (4 ms here) instead.
         profiler = spark._jvm.one.profiler.AsyncProfiler.getInstance()
         read = lambda: C.connector(spark, ds).write.format("noop").mode("overwrite").save()
         warm_up = timed(read)
-        profiler.execute("start,event=itimer,interval=1ms")
+        from py4j.protocol import Py4JJavaError
+        for engine in ("cpu", "ctimer"):
+            try:
+                profiler.execute(f"start,event={engine},interval=1ms")
+                break
+            except Py4JJavaError as e:
+                log(f"  async-profiler cannot use `{engine}`: {e.java_exception}")
+        else:
+            raise SystemExit("async-profiler could not start; pass --skip-profile to do without the CPU profile")
         times = [timed(read) for _ in range(spec["runs"])]
         profiler.execute(f"stop,collapsed,file={spec['collapsed']}")
         spark.stop()
         import cpu_profile
-        result = {"warm_up_s": warm_up, "times_s": times} | cpu_profile.split(Path(spec["collapsed"]))
+        result = {"engine": engine, "warm_up_s": warm_up, "times_s": times} | cpu_profile.split(Path(spec["collapsed"]))
     else:
         raise SystemExit(f"unknown worker {spec['kind']}")
     Path(spec["out"]).write_text(json.dumps(result))
@@ -386,7 +397,10 @@ def main() -> None:
     from profiles import PROFILES, dataset
     import report
 
-    args.avro_jar = spark_avro_jar(args.spark_avro_jar)
+    args.avro_jar = fetched_jar(args.spark_avro_jar, args.data_dir, "spark-avro_2.13-*.jar", "--spark-avro-jar")
+    if not args.skip_profile:
+        args.profiler_jar = fetched_jar(args.async_profiler_jar, args.data_dir, "async-profiler-*.jar",
+                                        "--async-profiler-jar (or --skip-profile)")
     m_messages = args.messages or (QUICK_MESSAGES if args.quick else DEFAULT_MESSAGES)
     args.runs = args.runs or (3 if args.quick else 5)
     # S has as many (smaller) messages as M; W's messages are 2.4x M's, so it gets an eighth of them.
@@ -482,12 +496,10 @@ def main() -> None:
         log(f"  {results['micro']['summary']}")
 
     if not args.skip_profile:
-        if not args.async_profiler_jar:
-            sys.exit("the CPU profile needs --async-profiler-jar (make bench fetches it), or pass --skip-profile")
         log(f"profile: where the connector's CPU time goes on {headline} (async-profiler, {args.runs} reads) ...")
         collapsed = data_dir / f"connector-{headline}.collapsed"
         results["cpu_profile"] = run_worker("profile", args, messages=sizes[headline], runs=args.runs,
-                                            profiler_jar=args.async_profiler_jar, collapsed=str(collapsed),
+                                            profiler_jar=args.profiler_jar, collapsed=str(collapsed),
                                             **worker_params)
         results["cpu_profile"].update({"profile": headline, "collapsed_stacks": str(collapsed)})
         log(f"  {results['cpu_profile']['samples']:,} samples: {results['cpu_profile']['parts']} ({collapsed})")
