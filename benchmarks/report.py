@@ -39,6 +39,26 @@ def targets(results: dict, wanted: dict) -> dict:
     return out
 
 
+def best_rounds_ratio(results: dict, name: str) -> float | None:
+    """A headline ratio from each side's fastest timed round rather than its median."""
+    if name == "scaling_local1_to_local2":
+        if "scaling" not in results:
+            return None
+        runs = results["scaling"]["times_s"]
+        return min(runs["local[1]"]["connector"]) / min(runs["local[2]"]["connector"])
+    if not name.startswith("connector_vs_"):
+        return None
+    contenders = results["profiles"][results["headline"]]["contenders"]
+    connector = min(contenders["connector"]["times_s"])
+    other = min(contenders[name.removeprefix("connector_vs_")]["times_s"])
+    return connector / other if name == "connector_vs_floor" else other / connector
+
+
+def _meets(value: float, target: str) -> bool:
+    op, bound = target.split()
+    return value >= float(bound) if op == ">=" else value <= float(bound)
+
+
 def _peaks(point: dict) -> str:
     """The point's peak heap after GC, and every run's when it was measured more than once."""
     runs = point.get("peaks_after_gc_mb", [])
@@ -82,12 +102,21 @@ def markdown(r: dict) -> str:
         "",
         f"## Headline ratios (profile {r.get('headline', 'M')})",
         "",
-        "| ratio | value | target | |",
-        "|---|---:|---|---|",
+        "| ratio | medians | best rounds | target | |",
+        "|---|---:|---:|---|---|",
     ]
     for name, t in r["targets"].items():
-        lines.append(f"| {name} | {t['value']} | {t['target']} | {'met' if t['met'] else '**missed**'} |")
-    lines += ["", "(ratio = contender time / connector time; for the floor, connector time / floor time)", ""]
+        best = best_rounds_ratio(r, name)
+        best_met = None if best is None else _meets(best, t["target"])
+        verdict = "met" if t["met"] else "**missed**"
+        if best_met is not None and best_met != t["met"]:
+            verdict = ("**unsettled**: met by the medians, missed by the best rounds" if t["met"] else
+                       "**unsettled**: missed by the medians, met by the best rounds")
+        lines.append(f"| {name} | {t['value']} | {'' if best is None else f'{best:.3f}'} | {t['target']} | {verdict} |")
+    lines += ["", "(ratio = contender time / connector time; for the floor, connector time / floor time; for scaling, "
+              "local[1] time / local[2] time. The best rounds take each side's fastest time instead of its median: "
+              "noise on this shared machine only ever adds time, so where the two disagree, stalls moved the medians "
+              "and the run does not settle the target.)", ""]
 
     avro_note = ("" if v["spark_avro"] == v["pyspark"] else
                  f" spark-avro {v['spark_avro']} is used because spark-avro_2.13:{v['pyspark']} is not published "
@@ -202,8 +231,10 @@ def time_budget(r: dict) -> list[str]:
     if not cp or cp["profile"] not in r["profiles"]:
         return []
     p = r["profiles"][cp["profile"]]
-    connector_s = p["contenders"]["connector"]["median_s"]
-    floor_s = p["contenders"]["floor"]["median_s"]
+    # The fastest rounds: stalls of the shared machine only add time, and they hit the floor's
+    # short rounds hardest, so its median can be a multiple of its usual time.
+    connector_s = min(p["contenders"]["connector"]["times_s"])
+    floor_s = min(p["contenders"]["floor"]["times_s"])
     parts = cp["parts"]
     task_keys = cpu_profile.TASK_KEYS
     task_samples = sum(parts[key] for key in task_keys)
@@ -216,16 +247,17 @@ def time_budget(r: dict) -> list[str]:
         f"while the connector read profile {cp['profile']} {len(cp['times_s'])} times after a warm-up "
         f"(reads of {reads} s). A sample of a task thread counts for the first of the reader's parts whose code "
         "is on its stack, else for Spark's copy when it is in the stage's generated code, else for the task loop; "
-        "the seconds spread the connector's median over the task threads' samples. Collapsed "
+        "the seconds spread the connector's fastest timed round over the task threads' samples, and compare it "
+        "with the floor's fastest round (see the best rounds above). Collapsed "
         f"stacks: `{Path(cp['collapsed_stacks']).name}` in the data directory.",
         "",
-        "| part | samples | share | seconds of the median | x the floor |",
+        "| part | samples | share | seconds of the fastest round | x the floor |",
         "|---|---:|---:|---:|---:|",
     ]
     lines += [f"| {cpu_profile.LABELS[key]} | {_fmt_int(parts[key])} | {parts[key] / task_samples:.1%} "
               f"| {seconds[key]:.3f} | {seconds[key] / floor_s:.2f} |" for key in task_keys]
-    lines += [f"| connector (median) | {_fmt_int(task_samples)} | 100% | {connector_s:.3f} | {connector_s / floor_s:.2f} |",
-              f"| floor (median) | | | {floor_s:.3f} | 1.00 |", ""]
+    lines += [f"| connector (fastest round) | {_fmt_int(task_samples)} | 100% | {connector_s:.3f} | {connector_s / floor_s:.2f} |",
+              f"| floor (fastest round) | | | {floor_s:.3f} | 1.00 |", ""]
     outside = {key: parts[key] for key in parts if key not in task_keys}
     lines += ["Outside the task threads, in samples of all threads: "
               + "; ".join(f"{cpu_profile.LABELS[key].removeprefix('outside the tasks: ')} {n / cp['samples']:.1%}"
