@@ -45,8 +45,9 @@ clean:
 # Python Data Source) and the floor on generated landing zones (cached in benchmarks/data/), then
 # scaling, memory, a CPU profile of the connector and the JVM decoder micro-benchmark; it writes
 # benchmarks/results.json and benchmarks/RESULTS.md. `make bench BENCH_ARGS=--quick` is a smoke
-# run; `python benchmarks/run.py --help` lists the other arguments. spark-avro is fetched from Maven Central at the Spark version
-# (or, if that release is missing there, the nearest earlier patch release of the same line).
+# run; `python benchmarks/run.py --help` lists the other arguments. spark-avro is fetched from
+# Maven Central at the Spark version (or, if that release is missing there, the nearest earlier
+# patch release of the same line).
 BENCH_ARGS ?=
 BENCH_JARS := benchmarks/data/jars
 ASYNC_PROFILER_VERSION := 4.2

@@ -1,7 +1,7 @@
 """Where the connector's CPU time goes: async-profiler's collapsed stacks, split into parts.
 
 The profile is taken in the driver JVM of a `local[2]` session, which runs the tasks, while the
-connector reads the headline profile; every sample is one millisecond of CPU time of one thread.
+connector reads the headline profile; every sample is an equal slice of one thread's CPU time.
 A task thread's sample belongs to the reader's first part with a frame on its stack, else to
 Spark's copy when it is in the scan stage's generated code, else to Spark's task loop.
 """

@@ -22,6 +22,15 @@ def memory_summary(points: list[dict], flat_ratio: float, noise_mb: int) -> dict
     }
 
 
+def contender_ratio(key: str, connector_s: float, contender_s: float) -> float:
+    """A headline ratio: contender time / connector time; for the floor, connector time / floor time."""
+    return connector_s / contender_s if key == "floor" else contender_s / connector_s
+
+
+def meets(value: float, op: str, bound: float) -> bool:
+    return value >= bound if op == ">=" else value <= bound
+
+
 def targets(results: dict, wanted: dict) -> dict:
     out = {}
     for name, (op, bound) in wanted.items():
@@ -32,7 +41,7 @@ def targets(results: dict, wanted: dict) -> dict:
         if value is None:
             continue
         out[name] = {"value": value, "target": f"{op} {bound}",
-                     "met": value >= bound if op == ">=" else value <= bound}
+                     "met": meets(value, op, bound)}
     if "memory" in results and results["memory"]["flat"] is not None:
         out["memory_flat"] = {"value": results["memory"]["peak_heap_after_gc_growth"],
                               "target": results["memory"]["rule"], "met": results["memory"]["flat"]}
@@ -49,14 +58,8 @@ def best_rounds_ratio(results: dict, name: str) -> float | None:
     if not name.startswith("connector_vs_"):
         return None
     contenders = results["profiles"][results["headline"]]["contenders"]
-    connector = min(contenders["connector"]["times_s"])
-    other = min(contenders[name.removeprefix("connector_vs_")]["times_s"])
-    return connector / other if name == "connector_vs_floor" else other / connector
-
-
-def _meets(value: float, target: str) -> bool:
-    op, bound = target.split()
-    return value >= float(bound) if op == ">=" else value <= float(bound)
+    key = name.removeprefix("connector_vs_")
+    return contender_ratio(key, min(contenders["connector"]["times_s"]), min(contenders[key]["times_s"]))
 
 
 def _peaks(point: dict) -> str:
@@ -107,7 +110,10 @@ def markdown(r: dict) -> str:
     ]
     for name, t in r["targets"].items():
         best = best_rounds_ratio(r, name)
-        best_met = None if best is None else _meets(best, t["target"])
+        best_met = None
+        if best is not None:  # the ratio targets, written "<op> <bound>"
+            op, bound = t["target"].split()
+            best_met = meets(best, op, float(bound))
         verdict = "met" if t["met"] else "**missed**"
         if best_met is not None and best_met != t["met"]:
             verdict = ("**unsettled**: met by the medians, missed by the best rounds" if t["met"] else

@@ -125,6 +125,7 @@ def measure(contenders, runs: int) -> dict[str, list[float]]:
 def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
     import contenders as C
     import pydecode
+    import report
     import spark_replicate
 
     info = pydecode.table_info(str(ds.schema_dir), ds.profile.table_name)
@@ -174,9 +175,8 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
     times = measure(all_contenders + extra, runs)
     median = {k: statistics.median(v) for k, v in times.items()}
     connector = median["connector"]
-    ratios = {f"connector_vs_{k}": round(median[c.key] / connector, 3) for c in all_contenders
-              if (k := c.key) not in ("connector", "floor")}
-    ratios["connector_vs_floor"] = round(connector / median["floor"], 3)
+    ratios = {f"connector_vs_{c.key}": round(report.contender_ratio(c.key, connector, median[c.key]), 3)
+              for c in all_contenders if c.key != "connector"}
     return {
         "profile": ds.profile.name,
         "columns": len(ds.profile.table.columns),

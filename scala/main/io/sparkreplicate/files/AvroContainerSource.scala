@@ -33,9 +33,11 @@ final class AvroContainerSource(split: FileSplit, conf: Configuration, valueFiel
     in.close()
     throw ContainerHeader.corrupt(split.path, s"its codec `${header.codec}` is not supported", null)
   }
-  private val reader = try new LandingRecordReader(header.schema, valueField, split.path) catch { case e: Throwable => in.close(); throw e }
-  private val decoder = new SliceDecoder
   val record = new LandingRecord
+  private val reader = try new LandingRecordReader(header.schema, valueField, split.path, record) catch {
+    case e: Throwable => in.close(); throw e
+  }
+  private val decoder = new SliceDecoder
   private var compressed = new Array[Byte](64 * 1024)
   private val small = new Array[Byte](32)
   private var markerStart = firstMarker()
@@ -49,7 +51,7 @@ final class AvroContainerSource(split: FileSplit, conf: Configuration, valueFiel
         s"the block at byte $blockStart has ${decoder.remaining} bytes after its last record")
       if (!nextBlock()) return false
     }
-    try reader.read(decoder, record) catch {
+    try reader.read(decoder) catch {
       case e: MalformedMessageException => throw corrupt(s"record ${indexInBlock + 1} of the block at " +
         s"byte $blockStart does not decode with the file's schema: ${e.detail}", e)
     }

@@ -6,24 +6,22 @@ import org.apache.avro.Schema
 import org.apache.avro.Schema.Type
 
 import io.sparkreplicate.{ErrorId, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, SliceDecoder}
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, DecodeStep, SliceDecoder}
 
 /**
- * Reads one record of an Avro container landing file into a reused [[LandingRecord]]: where the
+ * Reads one record of an Avro container landing file into `r`, reused for every record: where the
  * envelope bytes are (field `valueField`, or the whole datum when the file's schema is `bytes`),
  * and the Kafka-style coordinates `topic`, `partition`, `offset`, `timestamp`, `key` when present.
  * Any other field is skipped. The steps are built once per file schema.
  */
-final class LandingRecordReader(schema: Schema, valueField: String, path: String) {
-  import LandingRecordReader.Step
-
-  private val readValue: Step = (in, r) => {
+final class LandingRecordReader(schema: Schema, valueField: String, path: String, r: LandingRecord) {
+  private val readValue: DecodeStep = in => {
     r.valueLength = in.readLength()
     r.valueOffset = in.arrayOffset
     in.skipFixed(r.valueLength)
   }
 
-  private val steps: Array[Step] = schema.getType match {
+  private val steps: Array[DecodeStep] = schema.getType match {
     case Type.BYTES => Array(readValue)
     case Type.RECORD =>
       val fields = schema.getFields.asScala
@@ -37,47 +35,34 @@ final class LandingRecordReader(schema: Schema, valueField: String, path: String
       s"container of $other values; expected `bytes` or a record with a bytes field `$valueField`")
   }
 
-  def read(in: SliceDecoder, record: LandingRecord): Unit = {
-    record.clear()
+  def read(in: SliceDecoder): Unit = {
+    r.clear()
     var i = 0
-    while (i < steps.length) { steps(i)(in, record); i += 1 }
+    while (i < steps.length) { steps(i)(in); i += 1 }
   }
 
   private def isBytes(s: Schema): Boolean = AvroSchemas.unwrapNullable(s).getType == Type.BYTES
 
-  private def fieldStep(name: String, s: Schema): Step = (name, s.getType) match {
+  private def fieldStep(name: String, s: Schema): DecodeStep = (name, s.getType) match {
     case (`valueField`, Type.BYTES) => readValue
-    case ("topic", Type.STRING) => (in, r) => {
+    case ("topic", Type.STRING) => in => {
       r.topicLength = in.readLength(); r.topicOffset = in.arrayOffset; in.skipFixed(r.topicLength)
     }
-    case ("partition", Type.INT) => (in, r) => { r.partition = in.readInt(); r.hasPartition = true }
-    case ("offset", Type.LONG) => (in, r) => { r.offset = in.readLong(); r.hasOffset = true }
-    case ("timestamp", Type.LONG) => (in, r) => { r.timestamp = in.readLong(); r.hasTimestamp = true }
-    case ("key", Type.BYTES | Type.STRING) => (in, r) => {
+    case ("partition", Type.INT) => in => { r.partition = in.readInt(); r.hasPartition = true }
+    case ("offset", Type.LONG) => in => { r.offset = in.readLong(); r.hasOffset = true }
+    case ("timestamp", Type.LONG) => in => { r.timestamp = in.readLong(); r.hasTimestamp = true }
+    case ("key", Type.BYTES | Type.STRING) => in => {
       r.keyLength = in.readLength(); r.keyOffset = in.arrayOffset; in.skipFixed(r.keyLength)
     }
-    case _ =>
-      val skip = AvroSkipper(s)
-      (in, _) => skip(in)
+    case _ => AvroSkipper(s)
   }
 
   /** Wraps a step so that a `[null, T]` field reads its branch first; a null value is noted. */
-  private def nullable(name: String, s: Schema, step: Step): Step =
+  private def nullable(name: String, s: Schema, step: DecodeStep): DecodeStep =
     if (AvroSchemas.unwrapNullable(s) eq s) step
     else {
       val nullBranch = s.getTypes.asScala.indexWhere(_.getType == Type.NULL)
       val isValue = name == valueField
-      (in, r) => if (in.readIndex() != nullBranch) step(in, r) else if (isValue) r.valueIsNull = true
+      in => if (in.readIndex() != nullBranch) step(in) else if (isValue) r.valueIsNull = true
     }
-}
-
-private object LandingRecordReader {
-  /**
-   * Reads one field of a landing record. An abstract class rather than a function for the reason
-   * [[io.sparkreplicate.codec.DecodeStep]] gives: the calls are megamorphic, and a virtual call
-   * costs less than a Function2's interface dispatch.
-   */
-  abstract class Step {
-    def apply(in: SliceDecoder, record: LandingRecord): Unit
-  }
 }
