@@ -62,6 +62,24 @@ def best_rounds_ratio(results: dict, name: str) -> float | None:
     return contender_ratio(key, min(contenders["connector"]["times_s"]), min(contenders[key]["times_s"]))
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _jit_lines(s: dict) -> list[str]:
+    """Why the scaling JVMs warm up, and how much their JIT still compiled once timing began."""
+    lines = [f"Each JVM warms up with {s['warmup_rounds']} rounds (both read once per round) before its timed "
+             "rounds: a fresh JVM's JIT compiles for seconds over its first reads, which under local[2] takes CPU "
+             "from the task threads and under local[1] runs on the idle core. JIT compilation in each round, seconds "
+             "summed over the compiler threads:", "",
+             "| JVM | warm-up rounds | timed rounds |", "|---|---|---|"]
+    for master in ("local[2]", "local[1]"):
+        for n, jvm in enumerate(s["jit_s"][master], 1):
+            lines.append(f"| {master} #{n} | " + " | ".join(", ".join(f"{x:.1f}" for x in jvm[phase])
+                                                          for phase in ("warm-up", "timed")) + " |")
+    return lines
+
+
 def _peaks(point: dict) -> str:
     """The point's peak heap after GC, and every run's when it was measured more than once."""
     runs = point.get("peaks_after_gc_mb", [])
@@ -173,6 +191,10 @@ def markdown(r: dict) -> str:
                       "contenders of each pair agree with each other (count and checksum). The `no_masks` pair leaves out "
                       "`header__changed_columns` and `header__present_columns`; the `typed` pair returns the "
                       "connector's default output, the columns typed by the metadata (from_avro by `CAST`)."]
+        if "jit_s" in p:
+            lines += ["", "JIT compilation in the driver JVM, seconds per round (summed over the compiler threads): "
+                      f"warm-up {', '.join(f'{x:.1f}' for x in p['jit_s']['warm-up'])}; "
+                      f"timed rounds {', '.join(f'{x:.1f}' for x in p['jit_s']['timed'])}."]
         lines.append("")
 
     if "scaling" in r:
@@ -189,6 +211,8 @@ def markdown(r: dict) -> str:
             "The floor's speed-up shows how much of the second core the machine actually gave.",
             "",
         ]
+        if "jit_s" in s:
+            lines += _jit_lines(s) + [""]
     if "memory" in r:
         mem = r["memory"]
         lines += [
@@ -250,7 +274,8 @@ def time_budget(r: dict) -> list[str]:
         f"## Where the connector's time goes (profile {cp['profile']})",
         "",
         f"async-profiler (event `{cp['engine']}`: samples of each thread's CPU time) in a fresh `local[2]` JVM "
-        f"while the connector read profile {cp['profile']} {len(cp['times_s'])} times after a warm-up "
+        f"while the connector read profile {cp['profile']} {len(cp['times_s'])} times after "
+        f"{_count(len(cp.get('warm_ups_s', [0])), 'warm-up read')} "
         f"(reads of {reads} s). A sample of a task thread counts for the first of the reader's parts whose code "
         "is on its stack, else for Spark's copy when it is in the stage's generated code, else for the task loop; "
         "the seconds spread the connector's fastest timed round over the task threads' samples, and compare it "

@@ -7,7 +7,8 @@ decoder micro-benchmark. Writes benchmarks/results.json and benchmarks/RESULTS.m
     python benchmarks/run.py --messages 500000 --profiles M
 
 Every contender's row count and checksum are compared with the connector's before anything is
-timed; a mismatch stops the run. Timings: one warm-up, then `--runs` rounds in which the
+timed; a mismatch stops the run. Timings: one warm-up round (in the fresh JVMs that measure
+scaling and take the CPU profile, `--fresh-warmups` rounds), then `--runs` rounds in which the
 contenders take turns (so that machine noise hits them alike); the median is reported.
 """
 
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -105,16 +107,34 @@ def timed(action) -> float:
     return time.perf_counter() - started
 
 
-def measure(contenders, runs: int) -> dict[str, list[float]]:
-    """One warm-up each, then `runs` rounds in which every contender runs once, in turn."""
-    times = {c.key: [] for c in contenders}
-    for c in contenders:
-        log(f"    warm-up {c.key}: {timed(c.run):.2f} s")
-    for r in range(runs):
-        for c in contenders:
-            times[c.key].append(timed(c.run))
-        log(f"    round {r + 1}/{runs}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in times.items()))
-    return times
+def jit_seconds(spark):
+    """A clock of the driver JVM's JIT compilation so far, in seconds (summed over compiler threads)."""
+    bean = spark._jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
+    return lambda: bean.getTotalCompilationTime() / 1000
+
+
+@dataclass
+class Rounds:
+    """Each contender's wall seconds in the timed rounds, and the JIT compilation (seconds) in every
+    warm-up and timed round: how far the JVM had settled when timing began."""
+    times: dict[str, list[float]]
+    warmup_jit_s: list[float]
+    jit_s: list[float]
+
+
+def measure(spark, contenders, runs: int, warmups: int = 1) -> Rounds:
+    """`warmups` rounds, then `runs` timed rounds; in each, every contender runs once, in turn."""
+    jit = jit_seconds(spark)
+    rounds = []  # (seconds per contender, JIT seconds)
+    for r in range(warmups + runs):
+        compiled = jit()
+        took = {c.key: timed(c.run) for c in contenders}
+        rounds.append((took, round(jit() - compiled, 3)))
+        label = f"warm-up {r + 1}/{warmups}" if r < warmups else f"round {r - warmups + 1}/{runs}"
+        log(f"    {label}: " + ", ".join(f"{k} {v:.2f}" for k, v in took.items()) + f"; JIT {rounds[-1][1]:.1f} s")
+    timed_rounds = rounds[warmups:]
+    return Rounds({c.key: [took[c.key] for took, _ in timed_rounds] for c in contenders},
+                  [jit_s for _, jit_s in rounds[:warmups]], [jit_s for _, jit_s in timed_rounds])
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,7 +192,8 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
         raise SystemExit(f"connector metrics disagree with the dataset: {metrics}")
 
     log(f"  timing ({runs} rounds after a warm-up) ...")
-    times = measure(all_contenders + extra, runs)
+    rounds = measure(spark, all_contenders + extra, runs)
+    times = rounds.times
     median = {k: statistics.median(v) for k, v in times.items()}
     connector = median["connector"]
     ratios = {f"connector_vs_{c.key}": round(report.contender_ratio(c.key, connector, median[c.key]), 3)
@@ -193,6 +214,7 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
                                "mb_per_s": round(ds.data_bytes / median[c.key] / 1e6, 1)}
                        for c in all_contenders + extra},
         "diagnostics": [c.key for c in extra],
+        "jit_s": {"warm-up": rounds.warmup_jit_s, "timed": rounds.jit_s},
         "ratios": ratios,
     }
 
@@ -219,8 +241,8 @@ def worker(spec: dict) -> None:
         import pydecode
         info = pydecode.table_info(str(ds.schema_dir), ds.profile.table_name)
         chosen = [c for c in C.contenders(spark, ds, info, None) if c.key in ("connector", "floor")]
-        times = measure(chosen, spec["runs"])
-        result = {k: statistics.median(v) for k, v in times.items()} | {"times": times}
+        rounds = measure(spark, chosen, spec["runs"], spec["warmups"])
+        result = {"times": rounds.times, "jit_s": {"warm-up": rounds.warmup_jit_s, "timed": rounds.jit_s}}
     elif spec["kind"] == "memory":
         gc_log = spec["gc_log"]
         # A small young generation makes G1 collect every 64 MB allocated, so the live heap after
@@ -250,7 +272,7 @@ def worker(spec: dict) -> None:
         # samples each thread's CPU clock at the kernel's tick (4 ms here) instead.
         profiler = spark._jvm.one.profiler.AsyncProfiler.getInstance()
         read = lambda: C.connector(spark, ds).write.format("noop").mode("overwrite").save()
-        warm_up = timed(read)
+        warm_up = [timed(read) for _ in range(spec["warmups"])]
         from py4j.protocol import Py4JJavaError
         for engine in ("cpu", "ctimer"):
             try:
@@ -264,7 +286,7 @@ def worker(spec: dict) -> None:
         profiler.execute(f"stop,collapsed,file={spec['collapsed']}")
         spark.stop()
         import cpu_profile
-        result = {"engine": engine, "warm_up_s": warm_up, "times_s": times} | cpu_profile.split(Path(spec["collapsed"]))
+        result = {"engine": engine, "warm_ups_s": warm_up, "times_s": times} | cpu_profile.split(Path(spec["collapsed"]))
     else:
         raise SystemExit(f"unknown worker {spec['kind']}")
     Path(spec["out"]).write_text(json.dumps(result))
@@ -378,6 +400,8 @@ def main() -> None:
     parser.add_argument("--profiles", default="M,S,W", help="comma-separated, M first is the headline")
     parser.add_argument("--runs", type=int, help="timed rounds after the warm-up (median reported); "
                                                  "default 5, 3 with --quick")
+    parser.add_argument("--fresh-warmups", type=int, default=3,
+                        help="warm-up rounds of the fresh JVMs that measure scaling and the CPU profile; default 3")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data-dir", default=str(BENCH_DIR / "data"))
     parser.add_argument("--out-dir", default=str(BENCH_DIR))
@@ -445,13 +469,17 @@ def main() -> None:
     if not args.skip_scaling:
         log(f"scaling: the connector (and the floor) on {headline} in local[1] and local[2] ...")
         # Two fresh JVMs per master, in the order 2, 1, 1, 2, so that a drift in the machine's
-        # load hits both alike; medians over all their timed runs.
+        # load hits both alike; medians over all their timed runs. A fresh JVM compiles for seconds
+        # over its first reads, which under local[2] takes CPU from the task threads and under
+        # local[1] runs on the idle core: each warms up for `--fresh-warmups` rounds first.
         runs = {"local[1]": {"connector": [], "floor": []}, "local[2]": {"connector": [], "floor": []}}
+        jit = {"local[1]": [], "local[2]": []}
         for master in ("local[2]", "local[1]", "local[1]", "local[2]"):
-            times = run_worker("scaling", args, master=master, runs=args.runs, messages=sizes[headline],
-                               **worker_params)["times"]
+            result = run_worker("scaling", args, master=master, runs=args.runs, warmups=args.fresh_warmups,
+                                messages=sizes[headline], **worker_params)
             for key in ("connector", "floor"):
-                runs[master][key] += times[key]
+                runs[master][key] += result["times"][key]
+            jit[master].append(result["jit_s"])
         median = {m: {k: statistics.median(v) for k, v in by.items()} for m, by in runs.items()}
         results["scaling"] = {
             "profile": headline, "messages": sizes[headline], "jvms_per_master": 2,
@@ -460,6 +488,8 @@ def main() -> None:
             "connector_speedup": round(median["local[1]"]["connector"] / median["local[2]"]["connector"], 3),
             "floor_speedup": round(median["local[1]"]["floor"] / median["local[2]"]["floor"], 3),
             "times_s": runs,
+            "warmup_rounds": args.fresh_warmups,
+            "jit_s": jit,
         }
         log(f"  connector speed-up {results['scaling']['connector_speedup']}, floor {results['scaling']['floor_speedup']}")
 
@@ -499,6 +529,7 @@ def main() -> None:
         log(f"profile: where the connector's CPU time goes on {headline} (async-profiler, {args.runs} reads) ...")
         collapsed = data_dir / f"connector-{headline}.collapsed"
         results["cpu_profile"] = run_worker("profile", args, messages=sizes[headline], runs=args.runs,
+                                            warmups=args.fresh_warmups,
                                             profiler_jar=args.profiler_jar, collapsed=str(collapsed),
                                             **worker_params)
         results["cpu_profile"].update({"profile": headline, "collapsed_stacks": str(collapsed)})
