@@ -66,6 +66,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+def _seconds(values: list[float]) -> str:
+    return ", ".join(f"{x:.1f}" for x in values)
+
+
 def _jit_lines(s: dict) -> list[str]:
     """Why the scaling JVMs warm up, and how much their JIT still compiled once timing began."""
     lines = [f"Each JVM warms up with {s['warmup_rounds']} rounds (both read once per round) before its timed "
@@ -75,8 +79,7 @@ def _jit_lines(s: dict) -> list[str]:
              "| JVM | warm-up rounds | timed rounds |", "|---|---|---|"]
     for master in ("local[2]", "local[1]"):
         for n, jvm in enumerate(s["jit_s"][master], 1):
-            lines.append(f"| {master} #{n} | " + " | ".join(", ".join(f"{x:.1f}" for x in jvm[phase])
-                                                          for phase in ("warm-up", "timed")) + " |")
+            lines.append(f"| {master} #{n} | {_seconds(jvm['warm-up'])} | {_seconds(jvm['timed'])} |")
     return lines
 
 
@@ -191,11 +194,8 @@ def markdown(r: dict) -> str:
                       "contenders of each pair agree with each other (count and checksum). The `no_masks` pair leaves out "
                       "`header__changed_columns` and `header__present_columns`; the `typed` pair returns the "
                       "connector's default output, the columns typed by the metadata (from_avro by `CAST`)."]
-        if "jit_s" in p:
-            lines += ["", "JIT compilation in the driver JVM, seconds per round (summed over the compiler threads): "
-                      f"warm-up {', '.join(f'{x:.1f}' for x in p['jit_s']['warm-up'])}; "
-                      f"timed rounds {', '.join(f'{x:.1f}' for x in p['jit_s']['timed'])}."]
-        lines.append("")
+        lines += ["", "JIT compilation in the driver JVM, seconds per round (summed over the compiler threads): "
+                  f"warm-up {_seconds(p['jit_s']['warm-up'])}; timed rounds {_seconds(p['jit_s']['timed'])}.", ""]
 
     if "scaling" in r:
         s = r["scaling"]
@@ -211,8 +211,7 @@ def markdown(r: dict) -> str:
             "The floor's speed-up shows how much of the second core the machine actually gave.",
             "",
         ]
-        if "jit_s" in s:
-            lines += _jit_lines(s) + [""]
+        lines += _jit_lines(s) + [""]
     if "memory" in r:
         mem = r["memory"]
         lines += [
@@ -275,7 +274,7 @@ def time_budget(r: dict) -> list[str]:
         "",
         f"async-profiler (event `{cp['engine']}`: samples of each thread's CPU time) in a fresh `local[2]` JVM "
         f"while the connector read profile {cp['profile']} {len(cp['times_s'])} times after "
-        f"{_count(len(cp.get('warm_ups_s', [0])), 'warm-up read')} "
+        f"{_count(len(cp['warm_ups_s']), 'warm-up read')} "
         f"(reads of {reads} s). A sample of a task thread counts for the first of the reader's parts whose code "
         "is on its stack, else for Spark's copy when it is in the stage's generated code, else for the task loop; "
         "the seconds spread the connector's fastest timed round over the task threads' samples, and compare it "

@@ -116,10 +116,9 @@ def jit_seconds(spark):
 @dataclass
 class Rounds:
     """Each contender's wall seconds in the timed rounds, and the JIT compilation (seconds) in every
-    warm-up and timed round: how far the JVM had settled when timing began."""
+    round by phase, "warm-up" and "timed": how far the JVM had settled when timing began."""
     times: dict[str, list[float]]
-    warmup_jit_s: list[float]
-    jit_s: list[float]
+    jit_s: dict[str, list[float]]
 
 
 def measure(spark, contenders, runs: int, warmups: int = 1) -> Rounds:
@@ -134,7 +133,7 @@ def measure(spark, contenders, runs: int, warmups: int = 1) -> Rounds:
         log(f"    {label}: " + ", ".join(f"{k} {v:.2f}" for k, v in took.items()) + f"; JIT {rounds[-1][1]:.1f} s")
     timed_rounds = rounds[warmups:]
     return Rounds({c.key: [took[c.key] for took, _ in timed_rounds] for c in contenders},
-                  [jit_s for _, jit_s in rounds[:warmups]], [jit_s for _, jit_s in timed_rounds])
+                  {"warm-up": [jit_s for _, jit_s in rounds[:warmups]], "timed": [jit_s for _, jit_s in timed_rounds]})
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,7 +213,7 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
                                "mb_per_s": round(ds.data_bytes / median[c.key] / 1e6, 1)}
                        for c in all_contenders + extra},
         "diagnostics": [c.key for c in extra],
-        "jit_s": {"warm-up": rounds.warmup_jit_s, "timed": rounds.jit_s},
+        "jit_s": rounds.jit_s,
         "ratios": ratios,
     }
 
@@ -242,7 +241,7 @@ def worker(spec: dict) -> None:
         info = pydecode.table_info(str(ds.schema_dir), ds.profile.table_name)
         chosen = [c for c in C.contenders(spark, ds, info, None) if c.key in ("connector", "floor")]
         rounds = measure(spark, chosen, spec["runs"], spec["warmups"])
-        result = {"times": rounds.times, "jit_s": {"warm-up": rounds.warmup_jit_s, "timed": rounds.jit_s}}
+        result = {"times": rounds.times, "jit_s": rounds.jit_s}
     elif spec["kind"] == "memory":
         gc_log = spec["gc_log"]
         # A small young generation makes G1 collect every 64 MB allocated, so the live heap after

@@ -29,7 +29,7 @@ object ReplicateMetrics {
   def reasonMetric(reason: ErrorId): String = s"malformed_${reason.name}"
 
   /** (metric name, reason name) for each reason a message can be malformed for. */
-  private lazy val reasonMetrics = ErrorId.messageReasons.map(r => (reasonMetric(r), r.name)).toArray
+  private val reasonMetrics = ErrorId.messageReasons.map(r => (reasonMetric(r), r.name)).toArray
 
   private def task(metric: String, v: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metric
