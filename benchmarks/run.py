@@ -35,12 +35,6 @@ sys.path[:0] = [str(BENCH_DIR)]
 
 DEFAULT_MESSAGES = 2_000_000
 QUICK_MESSAGES = 50_000
-TARGETS = {
-    "connector_vs_fastavro_mapinarrow": (">=", 10.0),
-    "connector_vs_from_avro": (">=", 1.5),
-    "connector_vs_floor": ("<=", 2.0),
-    "scaling_local1_to_local2": (">=", 1.7),
-}
 # Peak live heap (after GC) at the largest input over the smallest: "flat" below this, allowing
 # for a few MB of JVM noise.
 MEMORY_FLAT_RATIO = 1.25
@@ -115,25 +109,33 @@ def jit_seconds(spark):
 
 @dataclass
 class Rounds:
-    """Each contender's wall seconds in the timed rounds, and the JIT compilation (seconds) in every
-    round by phase, "warm-up" and "timed": how far the JVM had settled when timing began."""
+    """Each contender's wall seconds in the timed rounds (and in the warm-up rounds), and the JIT
+    compilation (seconds) in every round by phase, "warm-up" and "timed": how far the JVM had
+    settled when timing began."""
     times: dict[str, list[float]]
+    warm_up_times: dict[str, list[float]]
     jit_s: dict[str, list[float]]
 
 
-def measure(spark, contenders, runs: int, warmups: int = 1) -> Rounds:
-    """`warmups` rounds, then `runs` timed rounds; in each, every contender runs once, in turn."""
+def measure(spark, contenders, runs: int, warmups: int = 1, before_timing=None) -> Rounds:
+    """`warmups` rounds, then `before_timing()` if given, then `runs` timed rounds; in each, every
+    contender runs once, in turn."""
     jit = jit_seconds(spark)
     rounds = []  # (seconds per contender, JIT seconds)
     for r in range(warmups + runs):
+        if r == warmups and before_timing:
+            before_timing()
         compiled = jit()
         took = {c.key: timed(c.run) for c in contenders}
         rounds.append((took, round(jit() - compiled, 3)))
         label = f"warm-up {r + 1}/{warmups}" if r < warmups else f"round {r - warmups + 1}/{runs}"
         log(f"    {label}: " + ", ".join(f"{k} {v:.2f}" for k, v in took.items()) + f"; JIT {rounds[-1][1]:.1f} s")
-    timed_rounds = rounds[warmups:]
-    return Rounds({c.key: [took[c.key] for took, _ in timed_rounds] for c in contenders},
-                  {"warm-up": [jit_s for _, jit_s in rounds[:warmups]], "timed": [jit_s for _, jit_s in timed_rounds]})
+
+    def by_contender(phase):
+        return {c.key: [took[c.key] for took, _ in phase] for c in contenders}
+    warm_up_rounds, timed_rounds = rounds[:warmups], rounds[warmups:]
+    return Rounds(by_contender(timed_rounds), by_contender(warm_up_rounds),
+                  {"warm-up": [jit_s for _, jit_s in warm_up_rounds], "timed": [jit_s for _, jit_s in timed_rounds]})
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,12 +237,15 @@ def worker(spec: dict) -> None:
     from profiles import PROFILES, dataset
 
     ds = dataset(PROFILES[spec["profile"]], spec["messages"], spec["seed"], Path(spec["data_dir"]))
-    if spec["kind"] == "scaling":
-        spark = make_session(spec["master"], spec["avro_jar"])
+
+    def chosen(spark, *keys):
         import pydecode
         info = pydecode.table_info(str(ds.schema_dir), ds.profile.table_name)
-        chosen = [c for c in C.contenders(spark, ds, info, None) if c.key in ("connector", "floor")]
-        rounds = measure(spark, chosen, spec["runs"], spec["warmups"])
+        return [c for c in C.contenders(spark, ds, info, None) if c.key in keys]
+
+    if spec["kind"] == "scaling":
+        spark = make_session(spec["master"], spec["avro_jar"])
+        rounds = measure(spark, chosen(spark, "connector", "floor"), spec["runs"], spec["warmups"])
         result = {"times": rounds.times, "jit_s": rounds.jit_s}
     elif spec["kind"] == "memory":
         gc_log = spec["gc_log"]
@@ -270,22 +275,26 @@ def worker(spec: dict) -> None:
         # time through perf events; where the machine bars them (often in containers), `ctimer`
         # samples each thread's CPU clock at the kernel's tick (4 ms here) instead.
         profiler = spark._jvm.one.profiler.AsyncProfiler.getInstance()
-        read = lambda: C.connector(spark, ds).write.format("noop").mode("overwrite").save()
-        warm_up = [timed(read) for _ in range(spec["warmups"])]
-        from py4j.protocol import Py4JJavaError
-        for engine in ("cpu", "ctimer"):
-            try:
-                profiler.execute(f"start,event={engine},interval=1ms")
-                break
-            except Py4JJavaError as e:
-                log(f"  async-profiler cannot use `{engine}`: {e.java_exception}")
-        else:
+        engine = None
+
+        def start_profiler():
+            nonlocal engine
+            from py4j.protocol import Py4JJavaError
+            for candidate in ("cpu", "ctimer"):
+                try:
+                    profiler.execute(f"start,event={candidate},interval=1ms")
+                    engine = candidate
+                    return
+                except Py4JJavaError as e:
+                    log(f"  async-profiler cannot use `{candidate}`: {e.java_exception}")
             raise SystemExit("async-profiler could not start; pass --skip-profile to do without the CPU profile")
-        times = [timed(read) for _ in range(spec["runs"])]
+
+        rounds = measure(spark, chosen(spark, "connector"), spec["runs"], spec["warmups"], start_profiler)
         profiler.execute(f"stop,collapsed,file={spec['collapsed']}")
         spark.stop()
         import cpu_profile
-        result = {"engine": engine, "warm_ups_s": warm_up, "times_s": times} | cpu_profile.split(Path(spec["collapsed"]))
+        result = ({"engine": engine, "warm_ups_s": rounds.warm_up_times["connector"], "times_s": rounds.times["connector"]}
+                  | cpu_profile.split(Path(spec["collapsed"])))
     else:
         raise SystemExit(f"unknown worker {spec['kind']}")
     Path(spec["out"]).write_text(json.dumps(result))
@@ -540,7 +549,7 @@ def main() -> None:
         "samples": len(load_samples), "min": min(load_samples), "median": statistics.median(load_samples),
         "max": max(load_samples)}
     results["elapsed_s"] = round(time.time() - started)
-    results["targets"] = report.targets(results, TARGETS)
+    results["targets"] = report.targets(results)
     out = Path(args.out_dir)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "RESULTS.md").write_text(report.markdown(results))
