@@ -126,7 +126,9 @@ def markdown(r: dict) -> str:
         f"fastavro {v['fastavro']}; pyarrow {v['pyarrow']}; pandas {v['pandas']}",
         f"- SparkSession `{r['master']}`, driver memory 4g, session time zone UTC; one warm-up, then "
         f"{r['runs']} rounds with the contenders taking turns; medians. Times are wall-clock seconds of "
-        "`df.write.format(\"noop\")` (the floor: collecting `sum(length(value))`).",
+        "`df.write.format(\"noop\")` (the floor: collecting `sum(length(value))`). Before every read "
+        "the harness reads the input files itself, untimed, so that each read finds them in the page "
+        "cache: this machine pages out file pages left untouched for a minute.",
         "",
         "Each contender returns the connector's full output (table columns, `header__*` columns with "
         "`changed`/`present` column lists, the before-image struct); its row count and an "
