@@ -101,17 +101,16 @@ def timed(action) -> float:
     return time.perf_counter() - started
 
 
-def page_in(root: Path) -> None:
-    """Reads every file under `root`, so that the read timed next finds its input in the page
-    cache. This machine pages out file pages left untouched for about a minute (the kernel's DAMON
-    reclaim), so without this a contender timed after the slow Python ones read part of its input
-    from disk: the floor once took 6.9 s instead of 0.7 s."""
+def page_in(files: list[Path]) -> None:
+    """Reads `files`, so that the read timed next finds its input in the page cache. This machine
+    pages out file pages left untouched for about a minute (the kernel's DAMON reclaim), so without
+    this a contender timed after the slow Python ones read part of its input from disk: the floor
+    once took 6.9 s instead of 0.7 s."""
     chunk = bytearray(1 << 23)
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            with open(path, "rb", buffering=0) as f:
-                while f.readinto(chunk):
-                    pass
+    for path in files:
+        with open(path, "rb", buffering=0) as f:
+            while f.readinto(chunk):
+                pass
 
 
 def jit_seconds(spark):
@@ -134,6 +133,7 @@ def measure(spark, contenders, inputs: Path, runs: int, warmups: int = 1, before
     """`warmups` rounds, then `before_timing()` if given, then `runs` timed rounds; in each, every
     contender runs once, in turn, each run after the files under `inputs` are paged in."""
     jit = jit_seconds(spark)
+    input_files = sorted(p for p in inputs.rglob("*") if p.is_file())
     rounds = []  # (seconds per contender, JIT seconds)
     for r in range(warmups + runs):
         if r == warmups and before_timing:
@@ -141,7 +141,7 @@ def measure(spark, contenders, inputs: Path, runs: int, warmups: int = 1, before
         compiled = jit()
         took = {}
         for c in contenders:
-            page_in(inputs)
+            page_in(input_files)
             took[c.key] = timed(c.run)
         rounds.append((took, round(jit() - compiled, 3)))
         label = f"warm-up {r + 1}/{warmups}" if r < warmups else f"round {r - warmups + 1}/{runs}"
