@@ -8,17 +8,20 @@ container records and sums ``length(value)``: what reading the bytes costs with 
 The compared contenders return the Avro types, which is what the Python contenders decode: the
 connector runs with ``sourceTypes=false``. The connector's default, columns typed by the metadata
 (decimals, timestamps, dates from their text), is timed as a diagnostic beside from_avro with the
-same types by ``CAST``.
+same types by ``CAST``; and Spark's vectorized Parquet reader on the connector's output, already
+decoded, shows what Spark's own columnar path costs for the same rows.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, MapType, StructType
 
 import pydecode
 from profiles import Dataset
@@ -136,11 +139,15 @@ def contenders(spark: SparkSession, ds: Dataset, info: dict, schema) -> list[Con
     ]
 
 
-def diagnostics(spark: SparkSession, ds: Dataset, info: dict) -> list[tuple[Contender, Contender]]:
-    """Not compared with the others, in pairs that must agree with each other: the connector and
-    from_avro without the expanded masks (the `header__changed_columns` / `header__present_columns`
-    arrays), to show what those cost; and both with the columns typed by the metadata."""
+def diagnostics(spark: SparkSession, ds: Dataset, info: dict) -> list[tuple[Contender, ...]]:
+    """Not compared with the others, in groups whose members must agree with each other (a group of
+    one, with the connector): the connector and from_avro without the expanded masks (the
+    `header__changed_columns` / `header__present_columns` arrays), to show what those cost; both
+    with the columns typed by the metadata; and Spark's own columnar Parquet reader on the
+    connector's output, already decoded, beside the connector selecting the same columns."""
     typed_schema = connector(spark, ds, source_types=True).schema
+    same_rows, top_level = decoded_parquet(spark, ds)
+    flat_columns = [f"`{c}`" for c in spark.read.parquet(top_level).columns]
     return [
         (Contender("connector_no_masks", 'connector, expandMasks=false', lambda: connector(spark, ds, expand_masks=False)),
          Contender("from_avro_no_masks", "from_avro twice, no mask expansion",
@@ -149,7 +156,28 @@ def diagnostics(spark: SparkSession, ds: Dataset, info: dict) -> list[tuple[Cont
                    lambda: connector(spark, ds, source_types=True)),
          Contender("from_avro_typed", "from_avro twice, then CAST to the same types",
                    lambda: cast_to(from_avro_twice(spark, ds, info), typed_schema))),
+        (Contender("parquet_same_rows", "Parquet reader: the connector's rows, already decoded",
+                   lambda: spark.read.parquet(same_rows)),),
+        (Contender("connector_top_level", "connector, top-level columns only (no masks, no before-image)",
+                   lambda: connector(spark, ds).select(*flat_columns)),
+         Contender("parquet_top_level", "Parquet reader: the same top-level columns, already decoded",
+                   lambda: spark.read.parquet(top_level))),
     ]
+
+
+def decoded_parquet(spark: SparkSession, ds: Dataset) -> tuple[str, str]:
+    """The connector's output written as uncompressed Parquet inside the dataset (so that it is
+    paged in with it), afresh in every run so that it is this code's output: all columns, and the
+    columns that are neither arrays nor structs, which Spark's vectorized reader handles best."""
+    root = ds.root / "_decoded"
+    shutil.rmtree(root, ignore_errors=True)
+    same_rows, top_level = str(root / "same_rows"), str(root / "top_level")
+    writer = lambda df, path: df.write.option("compression", "uncompressed").parquet(path)  # noqa: E731
+    writer(connector(spark, ds), same_rows)
+    decoded = spark.read.parquet(same_rows)
+    writer(decoded.select(*[f"`{f.name}`" for f in decoded.schema.fields
+                            if not isinstance(f.dataType, (ArrayType, StructType, MapType))]), top_level)
+    return same_rows, top_level
 
 
 def checksum(df: DataFrame) -> dict:

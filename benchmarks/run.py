@@ -194,15 +194,18 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
             raise SystemExit(f"{c.key} disagrees with the connector: rows {result['rows']} vs "
                              f"{reference['rows']}, differing columns {differing}")
         log(f"    {c.key}: {result['rows']:,} rows, checksum {result['checksum']}")
-    pairs = C.diagnostics(spark, ds, info) if with_diagnostics else []
-    for pair in pairs:
-        sums = [C.checksum(c.build()) for c in pair]
-        if (sums[0]["rows"], sums[0]["checksum"]) != (sums[1]["rows"], sums[1]["checksum"]):
-            raise SystemExit(f"the diagnostic contenders {pair[0].key} and {pair[1].key} disagree")
-        for c, result in zip(pair, sums):
+    groups = C.diagnostics(spark, ds, info) if with_diagnostics else []
+    for group in groups:
+        sums = [C.checksum(c.build()) for c in group]
+        expected = sums[0] if len(group) > 1 else reference
+        if any((s["rows"], s["checksum"]) != (expected["rows"], expected["checksum"]) for s in sums):
+            raise SystemExit(f"the diagnostic contenders {[c.key for c in group]} disagree"
+                             + ("" if len(group) > 1 else " with the connector"))
+        for c, result in zip(group, sums):
             checks[c.key] = {"rows": result["rows"], "checksum": result["checksum"]}
-        log(f"    {pair[0].key} and {pair[1].key} agree ({sums[0]['rows']:,} rows, checksum {sums[0]['checksum']})")
-    extra = [c for pair in pairs for c in pair]
+        log(f"    {' and '.join(c.key for c in group)} agree{'' if len(group) > 1 else ' with the connector'} "
+            f"({sums[0]['rows']:,} rows, checksum {sums[0]['checksum']})")
+    extra = [c for group in groups for c in group]
     all_contenders[0].run()
     metrics = spark_replicate.last_read_metrics(spark)
     if metrics["rowsReturned"] != messages or metrics["messagesRead"] != messages:
@@ -567,6 +570,7 @@ def main() -> None:
     results["elapsed_s"] = round(time.time() - started)
     results["targets"] = report.targets(results)
     out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "RESULTS.md").write_text(report.markdown(results))
     log(f"wrote {out / 'results.json'} and {out / 'RESULTS.md'} in {results['elapsed_s']} s")
