@@ -16,7 +16,7 @@ lazy val root = (project in file("."))
     Test / scalaSource := baseDirectory.value / "scala" / "test",
     Test / resourceDirectory := baseDirectory.value / "scala" / "test-resources",
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:_,-byname-implicit",
-      "-Wunused:imports,privates,locals,patvars", "-release", "17"),
+      "-Wunused:imports,privates,locals,patvars", "-Werror", "-release", "17"),
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
       "org.apache.avro" % "avro" % avroVersion % Provided,

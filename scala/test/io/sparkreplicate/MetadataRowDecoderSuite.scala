@@ -75,7 +75,7 @@ class MetadataRowDecoderSuite extends AnyFunSuite {
 
   test("a pruned read fills only the selected columns") {
     val dec = decoder(required = s => StructType(Seq(s(M.PrimaryKey), s(M.TableVersion))))
-    assert(row(dec, sampleMetadataEnvelope) == Map(M.PrimaryKey -> Seq("emp_no", "from_date"), M.TableVersion -> 1L))
+    assert(row(dec, sampleMetadataEnvelope) == Map[String, Any](M.PrimaryKey -> Seq("emp_no", "from_date"), M.TableVersion -> 1L))
   }
 
   test("a malformed metadata message is a MalformedMessageException; PERMISSIVE's row holds nulls and the reason") {

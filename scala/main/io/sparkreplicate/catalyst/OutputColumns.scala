@@ -65,10 +65,6 @@ object OutputColumns {
    * the schema and table names, the headers, then `data` and the before image as variants.
    */
   def schema(layout: OutputLayout, options: ReplicateOptions): StructType = {
-    val source = if (options.includeSource) Seq(StructField(Source, sourceType)) else Nil
-    val corrupt = if (options.mode == ParseMode.Permissive) {
-      Seq(StructField(options.columnNameOfCorruptRecord, corruptRecordType))
-    } else Nil
     val main = layout match {
       case t: TableLayout => t.columns ++ headerColumns(options) :+ StructField(BeforeImage, t.struct)
       case _: GenericLayout =>

@@ -45,7 +45,10 @@ object DecoderBench {
   final case class Result(key: String, label: String, nsPerMessage: Double, bytesPerMessage: Double, passes: Int)
 
   def main(args: Array[String]): Unit = {
-    val Array(root, table, messageArg, secondsArg, out) = args
+    val (root, table, messageArg, secondsArg, out) = args match {
+      case Array(root, table, messages, seconds, out) => (root, table, messages, seconds, out)
+      case _ => sys.error("arguments: <dataset> <SCHEMA.TABLE> <messages> <seconds> <out.json>")
+    }
     val seconds = secondsArg.toDouble
     val warmup = math.max(1.0, seconds / 2)
     val conf = new Configuration()
@@ -302,5 +305,6 @@ final class GenericDecoder(spec: ReadSpec) {
       val bytes = java.util.Arrays.copyOfRange(b.array, b.arrayOffset + b.position, b.arrayOffset + b.limit)
       val bits = new BigInteger(1, bytes)
       new GenericArrayData(names.indices.filter(bits.testBit).map(i => UTF8String.fromString(names(i))).toArray[Any])
+    case other => throw new IllegalArgumentException(s"a mask is bytes, not ${other.getClass}")
   }
 }

@@ -7,6 +7,18 @@ import org.apache.spark.sql.types.{DataType, StructField, StructType}
 import io.sparkreplicate.{ErrorId, ReplicateException, ReplicateOptions, SchemaEvolution}
 import io.sparkreplicate.codec.{AvroSchemas, TableName, TableVersion}
 
+/** The shape of a read's rows: one table's typed columns, or every table's rows as variants. */
+sealed trait OutputLayout extends Serializable {
+  /** The tables whose data messages become rows. */
+  def tables: Seq[TableName]
+}
+
+/**
+ * All tables at once: one row per data message, whatever its table, with the table's name and
+ * the row images as VARIANT values typed by the message's own table version.
+ */
+final case class GenericLayout(tables: Seq[TableName]) extends OutputLayout
+
 /**
  * The columns of one table across all the versions being read, each typed to hold every
  * version's values. Rows of a version that lacks a column read it as null.
