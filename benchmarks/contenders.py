@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -146,8 +147,7 @@ def diagnostics(spark: SparkSession, ds: Dataset, info: dict) -> list[tuple[Cont
     with the columns typed by the metadata; and Spark's own columnar Parquet reader on the
     connector's output, already decoded, beside the connector selecting the same columns."""
     typed_schema = connector(spark, ds, source_types=True).schema
-    same_rows, top_level = decoded_parquet(spark, ds)
-    flat_columns = [f"`{c}`" for c in spark.read.parquet(top_level).columns]
+    same_rows, top_level, top_level_columns = decoded_parquet(spark, ds)
     return [
         (Contender("connector_no_masks", 'connector, expandMasks=false', lambda: connector(spark, ds, expand_masks=False)),
          Contender("from_avro_no_masks", "from_avro twice, no mask expansion",
@@ -159,25 +159,31 @@ def diagnostics(spark: SparkSession, ds: Dataset, info: dict) -> list[tuple[Cont
         (Contender("parquet_same_rows", "Parquet reader: the connector's rows, already decoded",
                    lambda: spark.read.parquet(same_rows)),),
         (Contender("connector_top_level", "connector, top-level columns only (no masks, no before-image)",
-                   lambda: connector(spark, ds).select(*flat_columns)),
+                   lambda: connector(spark, ds).select(*top_level_columns)),
          Contender("parquet_top_level", "Parquet reader: the same top-level columns, already decoded",
                    lambda: spark.read.parquet(top_level))),
     ]
 
 
-def decoded_parquet(spark: SparkSession, ds: Dataset) -> tuple[str, str]:
-    """The connector's output written as uncompressed Parquet inside the dataset (so that it is
-    paged in with it), afresh in every run so that it is this code's output: all columns, and the
-    columns that are neither arrays nor structs, which Spark's vectorized reader handles best."""
-    root = ds.root / "_decoded"
+def decoded_dir(ds: Dataset) -> Path:
+    """Where the diagnostics keep the connector's output as Parquet, beside the landing zone."""
+    return ds.root / "_decoded"
+
+
+def decoded_parquet(spark: SparkSession, ds: Dataset) -> tuple[str, str, list[str]]:
+    """The connector's output written as uncompressed Parquet, afresh in every run so that it is
+    this code's output: all columns, and the columns that are neither arrays nor structs (which
+    Spark's vectorized reader handles best), whose quoted names come third."""
+    root = decoded_dir(ds)
     shutil.rmtree(root, ignore_errors=True)
     same_rows, top_level = str(root / "same_rows"), str(root / "top_level")
     writer = lambda df, path: df.write.option("compression", "uncompressed").parquet(path)  # noqa: E731
     writer(connector(spark, ds), same_rows)
     decoded = spark.read.parquet(same_rows)
-    writer(decoded.select(*[f"`{f.name}`" for f in decoded.schema.fields
-                            if not isinstance(f.dataType, (ArrayType, StructType, MapType))]), top_level)
-    return same_rows, top_level
+    top_level_columns = [f"`{f.name}`" for f in decoded.schema.fields
+                         if not isinstance(f.dataType, (ArrayType, StructType, MapType))]
+    writer(decoded.select(*top_level_columns), top_level)
+    return same_rows, top_level, top_level_columns
 
 
 def checksum(df: DataFrame) -> dict:

@@ -130,6 +130,11 @@ class Dataset:
         return self.root / gen.SCHEMA_TOPIC
 
     @property
+    def inputs(self) -> list[Path]:
+        """The folders a read of this landing zone opens: the data and the schema topic."""
+        return [self.data_dir, self.schema_dir]
+
+    @property
     def data_files(self) -> list[Path]:
         return sorted(self.data_dir.glob("*.avro"))
 

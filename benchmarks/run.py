@@ -129,11 +129,11 @@ class Rounds:
     jit_s: dict[str, list[float]]
 
 
-def measure(spark, contenders, inputs: Path, runs: int, warmups: int = 1, before_timing=None) -> Rounds:
+def measure(spark, contenders, inputs: list[Path], runs: int, warmups: int = 1, before_timing=None) -> Rounds:
     """`warmups` rounds, then `before_timing()` if given, then `runs` timed rounds; in each, every
-    contender runs once, in turn, each run after the files under `inputs` are paged in."""
+    contender runs once, in turn, each run after the files under the folders `inputs` are paged in."""
     jit = jit_seconds(spark)
-    input_files = sorted(p for p in inputs.rglob("*") if p.is_file())
+    input_files = sorted(p for folder in inputs for p in folder.rglob("*") if p.is_file())
     rounds = []  # (seconds per contender, JIT seconds)
     for r in range(warmups + runs):
         if r == warmups and before_timing:
@@ -197,13 +197,13 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
     groups = C.diagnostics(spark, ds, info) if with_diagnostics else []
     for group in groups:
         sums = [C.checksum(c.build()) for c in group]
-        expected = sums[0] if len(group) > 1 else reference
+        # A group of one is checked against the connector's full output.
+        expected, against = (sums[0], "") if len(group) > 1 else (reference, " with the connector")
         if any((s["rows"], s["checksum"]) != (expected["rows"], expected["checksum"]) for s in sums):
-            raise SystemExit(f"the diagnostic contenders {[c.key for c in group]} disagree"
-                             + ("" if len(group) > 1 else " with the connector"))
+            raise SystemExit(f"the diagnostic contenders {[c.key for c in group]} disagree{against}")
         for c, result in zip(group, sums):
             checks[c.key] = {"rows": result["rows"], "checksum": result["checksum"]}
-        log(f"    {' and '.join(c.key for c in group)} agree{'' if len(group) > 1 else ' with the connector'} "
+        log(f"    {' and '.join(c.key for c in group)} agree{against} "
             f"({sums[0]['rows']:,} rows, checksum {sums[0]['checksum']})")
     extra = [c for group in groups for c in group]
     all_contenders[0].run()
@@ -212,7 +212,7 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
         raise SystemExit(f"connector metrics disagree with the dataset: {metrics}")
 
     log(f"  timing ({runs} rounds after a warm-up) ...")
-    rounds = measure(spark, all_contenders + extra, ds.root, runs)
+    rounds = measure(spark, all_contenders + extra, ds.inputs + ([C.decoded_dir(ds)] if extra else []), runs)
     times = rounds.times
     median = {k: statistics.median(v) for k, v in times.items()}
     connector = median["connector"]
@@ -264,7 +264,7 @@ def worker(spec: dict) -> None:
 
     if spec["kind"] == "scaling":
         spark = make_session(spec["master"], spec["avro_jar"])
-        rounds = measure(spark, chosen(spark, "connector", "floor"), ds.root, spec["runs"], spec["warmups"])
+        rounds = measure(spark, chosen(spark, "connector", "floor"), ds.inputs, spec["runs"], spec["warmups"])
         result = {"times": rounds.times, "jit_s": rounds.jit_s}
     elif spec["kind"] == "memory":
         gc_log = spec["gc_log"]
@@ -308,7 +308,7 @@ def worker(spec: dict) -> None:
                     log(f"  async-profiler cannot use `{candidate}`: {e.java_exception}")
             raise SystemExit("async-profiler could not start; pass --skip-profile to do without the CPU profile")
 
-        rounds = measure(spark, chosen(spark, "connector"), ds.root, spec["runs"], spec["warmups"], start_profiler)
+        rounds = measure(spark, chosen(spark, "connector"), ds.inputs, spec["runs"], spec["warmups"], start_profiler)
         profiler.execute(f"stop,collapsed,file={spec['collapsed']}")
         spark.stop()
         import cpu_profile
