@@ -195,6 +195,15 @@ def test_mask_round_trip(case):
         assert mask[0] == 0
 
 
+def test_a_stray_bit_is_the_one_past_the_last_column_as_in_real_replicate_output():
+    # Real UPDATEs of Oracle-sourced tables of 26 and 37 columns.
+    assert gen.mask_bytes([], 26, stray_bit=True).hex().upper() == "04000000"
+    assert gen.mask_bytes([], 37, stray_bit=True).hex().upper() == "2000000000"
+    assert gen.mask_bytes([1, 3], 8, stray_bit=True).hex().upper() == "0105"
+    with pytest.raises(ValueError, match="stray_mask_bits"):
+        gen.generate_landing_zone("/nonexistent", stray_mask_bits=1.5)
+
+
 def test_mask_rejects_ordinals_outside_the_table():
     with pytest.raises(ValueError):
         gen.mask_bytes([0], 8)

@@ -423,16 +423,20 @@ def default_tables() -> list[TableDef]:
 # --------------------------------------------------------------------------------------------
 
 
-def mask_bytes(ordinals, ncols: int, extra_leading_zero: bool = False) -> bytes:
+def mask_bytes(ordinals, ncols: int, extra_leading_zero: bool = False, stray_bit: bool = False) -> bytes:
     """Encode column ordinals as a Replicate mask: one big-endian unsigned integer whose bit i
     (0 = least significant) is the column with ordinal i+1, over ceil(ncols/8) bytes; Replicate
-    sometimes sends one more, leading, zero byte."""
+    sometimes sends one more, leading, zero byte. ``stray_bit`` also sets the bit of ordinal
+    ncols + 1, past the last column, as Replicate does on some UPDATEs of Oracle sources (a
+    26-column table's change mask ``04000000``)."""
     value = 0
     for ordinal in ordinals:
         if not 1 <= ordinal <= ncols:
             raise ValueError(f"ordinal {ordinal} outside 1..{ncols}")
         value |= 1 << (ordinal - 1)
-    return value.to_bytes((ncols + 7) // 8 + extra_leading_zero, "big")
+    if stray_bit:
+        value |= 1 << ncols
+    return value.to_bytes((ncols + stray_bit + 7) // 8 + extra_leading_zero, "big")
 
 
 def mask_ordinals(mask: bytes) -> list[int]:
@@ -1179,8 +1183,9 @@ class _Task:
                  files_per_topic: int, before_images: bool, headers_version: str,
                  embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool,
                  operation_mix: tuple[float, float, float] = OPERATION_MIX, refresh_share: float = REFRESH_SHARE,
-                 encoding: str = "text"):
+                 encoding: str = "text", stray_mask_bits: float = 0.0):
         self._rng = random.Random(settings.seed)
+        self._stray_mask_bits = stray_mask_bits
         insert_share, update_share, _ = operation_mix
         self._update_from, self._delete_from = insert_share, insert_share + update_share
         self._partitions = files_per_topic
@@ -1274,12 +1279,13 @@ class _Task:
             state.cdc_done += 1
             self._sequence += 1
             extra_byte = self._rng.random() < EXTRA_MASK_BYTE_RATE
+            stray_bit = operation == "UPDATE" and self._stray_mask_bits > 0 and self._rng.random() < self._stray_mask_bits
             ncols = state.version.ncols
             headers = {"operation": operation, "changeSequence": f"{sequence_prefix}{self._sequence:015d}",
                        "timestamp": timestamp,
                        "streamPosition": f"{self._lsn >> 20:08X}:{self._lsn & 0xFFFFF:08X}:{event:04X}",
                        "transactionId": transaction_id,
-                       "changeMask": mask_bytes(change.changed, ncols, extra_byte),
+                       "changeMask": mask_bytes(change.changed, ncols, extra_byte, stray_bit),
                        "columnMask": mask_bytes(change.present, ncols, extra_byte)}
             if self._v7:
                 headers.update(transactionEventCounter=event, transactionLastEvent=event == len(plan),
@@ -1363,7 +1369,8 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                           embed_data_schema: bool = False, value_schema: str = "record",
                           md_in_data_topics: bool = False, keep_messages: bool = True,
                           overwrite: bool = False, operation_mix: tuple[float, float, float] = OPERATION_MIX,
-                          full_load: bool = True, logical_types: bool = False, all_text: bool = False) -> LandingZone:
+                          full_load: bool = True, logical_types: bool = False, all_text: bool = False,
+                          stray_mask_bits: float = 0.0) -> LandingZone:
     """Write a Replicate landing zone under ``out_dir`` and return what it contains.
 
     ``messages`` DT messages are split evenly among ``tables`` (default :func:`default_tables`);
@@ -1380,6 +1387,9 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     ``logical_types`` (DATE int/date, TIME int/time-millis, DATETIME long/timestamp-micros, NUMERIC
     bytes/decimal(p,s), UINT8 bytes/decimal(20,0)); ``all_text`` sends every value as its text
     (bytes in hex). :func:`expected_value` says what a reader returns for each encoded value.
+
+    ``stray_mask_bits`` is the share of CDC UPDATEs whose ``changeMask`` also sets the bit past
+    the table's last column, as real Replicate output does on Oracle sources (see :func:`mask_bytes`).
     """
     _check_choice("framing", framing, FRAMINGS)
     _check_choice("value_schema", value_schema, VALUE_SCHEMAS)
@@ -1387,6 +1397,8 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     if logical_types and all_text:
         raise ValueError("logical_types and all_text exclude each other")
     encoding = "logical" if logical_types else "all-text" if all_text else "text"
+    if not 0 <= stray_mask_bits <= 1:
+        raise ValueError(f"stray_mask_bits={stray_mask_bits!r}; expected a share between 0 and 1")
     if messages < 0 or files_per_topic < 1:
         raise ValueError("messages must be >= 0 and files_per_topic >= 1")
     operation_mix = tuple(float(share) for share in operation_mix)
@@ -1401,7 +1413,7 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     settings = _Settings(framing, codec, sync_interval, value_schema, seed)
     task = _Task(root, tables, messages, settings, files_per_topic, before_images, headers_version,
                  embed_data_schema, md_in_data_topics, keep_messages, operation_mix,
-                 REFRESH_SHARE if full_load else 0.0, encoding)
+                 REFRESH_SHARE if full_load else 0.0, encoding, stray_mask_bits)
     files = task.run()
     zone = LandingZone(root, root / SCHEMA_TOPIC, {t.topic: root / t.topic for t in tables}, tables,
                        task.messages, task.metadata, files, task.counts)
@@ -1409,5 +1421,5 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                                      "headers_version": headers_version, "embed_data_schema": embed_data_schema,
                                      "md_in_data_topics": md_in_data_topics, "operation_mix": list(operation_mix),
                                      "full_load": full_load, "logical_types": logical_types,
-                                     "all_text": all_text})
+                                     "all_text": all_text, "stray_mask_bits": stray_mask_bits})
     return zone

@@ -64,9 +64,9 @@ def last_read_metrics(spark: SparkSession) -> dict[str, int]:
     """Counts of the last replicate scan this driver executed, exact once its action returned.
 
     Keys: ``messagesRead``, ``rowsReturned``, ``metadataMessages``, ``filteredOut`` (messages of
-    other tables), ``malformed``, ``dropped``, ``filesSkipped`` and ``malformed_<REASON>`` per
-    ``REPLICATE_*`` reason. Invariant: messagesRead = rowsReturned + metadataMessages +
-    filteredOut + dropped.
+    other tables), ``malformed``, ``dropped``, ``filesSkipped``, ``maskBitsIgnored`` (rows whose
+    masks set bits past the table's last column) and ``malformed_<REASON>`` per ``REPLICATE_*``
+    reason. Invariant: messagesRead = rowsReturned + metadataMessages + filteredOut + dropped.
     """
     import json
 

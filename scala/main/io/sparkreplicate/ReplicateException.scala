@@ -15,7 +15,6 @@ object ErrorId {
   case object Truncated extends ErrorId("REPLICATE_TRUNCATED")
   case object TrailingBytes extends ErrorId("REPLICATE_TRAILING_BYTES")
   case object BadPayload extends ErrorId("REPLICATE_BAD_PAYLOAD")
-  case object BadMask extends ErrorId("REPLICATE_BAD_MASK")
   case object BadValue extends ErrorId("REPLICATE_BAD_VALUE")
   case object InvalidUtf8 extends ErrorId("REPLICATE_INVALID_UTF8")
   case object UnknownSchemaId extends ErrorId("REPLICATE_UNKNOWN_SCHEMA_ID")
@@ -23,7 +22,7 @@ object ErrorId {
   case object BadFrame extends ErrorId("REPLICATE_BAD_FRAME")
   /** The reasons a single message can be malformed, each counted in its own metric. */
   lazy val messageReasons: Seq[ErrorId] = Seq(BadMagic, UnknownMessageType, Truncated, TrailingBytes,
-    BadPayload, BadMask, BadValue, InvalidUtf8, UnknownSchemaId, BadEmbeddedSchema, BadFrame)
+    BadPayload, BadValue, InvalidUtf8, UnknownSchemaId, BadEmbeddedSchema, BadFrame)
 
   // Per-file problems.
   case object CorruptFile extends ErrorId("REPLICATE_CORRUPT_FILE")

@@ -243,9 +243,27 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
     assert(!r.contains(C.ChangedColumns))
   }
 
-  test("a mask bit beyond the table's columns is BadMask") {
-    val bytes = dataEnvelope(salaries, salary(1, 1), headers = cdcHeaders("UPDATE", changeMask = unhex("10")))
-    assert(malformed(decoder(), bytes).errorId == ErrorId.BadMask)
+  test("a mask bit past the table's columns is ignored: the row decodes, the raw mask stays as sent") {
+    val dec = decoder()
+    val update = dataEnvelope(salaries, salary(1, 1), headers = cdcHeaders("UPDATE", changeMask = unhex("10"),
+      columnMask = unhex("001B")))
+    val r = row(dec, update)
+    assert(r(C.ChangedColumns) == Seq.empty && r(C.ChangeMask) == "10")
+    assert(r(C.PresentColumns) == Seq("emp_no", "salary", "to_date") && r(C.ColumnMask) == "001B")
+    assert(dec.maskBitsIgnored)
+    row(dec, dataEnvelope(salaries, salary(1, 1), headers = cdcHeaders("UPDATE", changeMask = unhex("0002"))))
+    assert(!dec.maskBitsIgnored)
+  }
+
+  test("a mask that is not Avro bytes is a data schema the reader does not support") {
+    val json = salaries70.dataSchemaJson
+    val stringMask = salaries70.copy(schemaId = "4B4B4B4B4B4B4B4B4B4B4B4B4B4B4B4B",
+      dataSchemaJson = json.replace("\"changeMask\", \"type\": [\"null\", \"bytes\"]", "\"changeMask\", \"type\": [\"null\", \"string\"]"))
+    assert(stringMask.dataSchemaJson != json)
+    val dec = new ChangeRowDecoder(readSpec(registry(stringMask), stringMask.name))
+    val bytes = envelope("DT", Array[Byte](0), stringMask.schemaId)
+    val e = intercept[ReplicateException](dec.decode(bytes, 0, bytes.length))
+    assert(e.errorId == ErrorId.UnsupportedType && e.detail.contains("changeMask"), e.getMessage)
   }
 
   test("a header timestamp that is not a timestamp is BadValue") {

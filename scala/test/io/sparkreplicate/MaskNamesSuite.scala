@@ -49,6 +49,24 @@ class MaskNamesSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(names(cache(unhex("00000000000000000000000B"))) == Seq("COL_1", "COL_2", "COL_4"))
   }
 
+  test("bits past the last column are ignored: the entry of the mask without them") {
+    val cache = new MaskNames((1 to 26).map(i => s"COL_$i").map(UTF8String.fromString).toArray)
+    // A real UPDATE over 26 columns: the change mask's only bit is ordinal 27.
+    assert(names(cache(unhex("04000000"))).isEmpty)
+    assert(cache(unhex("04000000")) eq cache(unhex("00")))
+    assert(names(cache(unhex("07000043"))) == Seq("COL_1", "COL_2", "COL_7", "COL_25", "COL_26"))
+    assert(cache(unhex("FF" * 12 + "03000043")) eq cache(unhex("03000043")))
+  }
+
+  for (columnCount <- Seq(26, 30, 64, 65, 130)) {
+    test(s"property: any bytes as a mask over $columnCount columns name the columns ChangeMask.ordinals gives") {
+      val cache = new MaskNames((1 to columnCount).map(i => UTF8String.fromString(s"COL_$i")).toArray)
+      forAll(Gen.listOf(Gen.choose(0, 255)).map(_.map(_.toByte).toArray), minSuccessful(300)) { mask =>
+        assert(names(cache(mask)) == ChangeMask.ordinals(mask, columnCount).map(i => s"COL_$i").toSeq, hex(mask))
+      }
+    }
+  }
+
   for (columnCount <- Seq(30, 64, 65, 130)) {
     test(s"many distinct masks over $columnCount columns (more than the cache holds, so slots are shared): " +
       "the bytes Spark's own writer makes") {

@@ -48,6 +48,10 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
   private val decoder = new SliceDecoder
   /** The converters whose messages the pushed filter decides by operation. */
   private val operationGates = new IdentityHashMap[MessageConverter, OperationGate]()
+  /** The converter of the last row returned. */
+  private var converted: MessageConverter = _
+
+  override def maskBitsIgnored: Boolean = converted.maskBitsIgnored
 
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
     val envelope = Envelope.decode(decoder, bytes, offset, length)
@@ -86,6 +90,7 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
     if (!decoder.isEnd) throw new MalformedMessageException(ErrorId.TrailingBytes,
       "bytes follow the payload's last field")
     if (out.corruptSlot >= 0) out.row.setNullAt(out.corruptSlot)
+    converted = converter
     Outcome.Row
   }
 

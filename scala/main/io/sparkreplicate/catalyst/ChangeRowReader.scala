@@ -18,6 +18,8 @@ final class ReadCounters {
   var filteredOut = 0L
   var malformed = 0L
   var dropped = 0L
+  /** Rows returned whose masks had a bit past the table's last column: not an outcome of its own. */
+  var maskBitsIgnored = 0L
   /** Files given up on under `ignoreCorruptFiles` / `ignoreMissingFiles` (rows read before stay). */
   val skippedFiles = scala.collection.mutable.Set.empty[String]
   /** Malformed messages per reason, by [[io.sparkreplicate.ErrorId]] name. */
@@ -66,6 +68,7 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
           decoder.decode(bytes, offset, length) match {
             case Outcome.Row =>
               counters.rowsReturned += 1
+              if (decoder.maskBitsIgnored) counters.maskBitsIgnored += 1
               writeSource()
               return true
             case Outcome.Metadata => counters.metadataMessages += 1

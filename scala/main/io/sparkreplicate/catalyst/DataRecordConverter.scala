@@ -16,6 +16,8 @@ import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeMask, ColumnInfo
 /** Decodes the payload of one data message into the reader's row. */
 trait MessageConverter {
   def convert(in: SliceDecoder): Unit
+  /** Whether the last message converted had a mask bit past its table's last column (ignored). */
+  def maskBitsIgnored: Boolean
 }
 
 /**
@@ -37,6 +39,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private var beforeInColumns = false
   private val changeMask = new MaskSlice
   private val columnMask = new MaskSlice
+  private var bitsIgnored = false
 
   private val schemaIdValue = UTF8String.fromString(version.schemaId)
   private val maskNames = new MaskNames(version.columns.map(c => UTF8String.fromString(c.name)).toArray)
@@ -66,6 +69,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     beforeInColumns = false
     changeMask.clear()
     columnMask.clear()
+    bitsIgnored = false
     var i = 0
     while (i < alwaysNull.length) { row.setNullAt(alwaysNull(i)); i += 1 }
     i = 0
@@ -92,13 +96,15 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     writeMask(columnMask, columnMaskSlot, presentColumnsSlot)
   }
 
+  def maskBitsIgnored: Boolean = bitsIgnored
+
   /**
-   * Masks are validated whatever the query selects, so that whether a message is malformed does
-   * not depend on the projection: a bit beyond the last column means a wrong schema.
+   * Bits past the last column are looked for whatever the query selects, so that the count of
+   * such messages does not depend on the projection.
    */
   private def writeMask(mask: MaskSlice, rawSlot: Int, namesSlot: Int): Unit = {
     val absent = mask.bytes == null
-    if (!absent) ChangeMask.validate(mask.bytes, mask.offset, mask.length, columnCount)
+    if (!absent && ChangeMask.setsBitsBeyond(mask.bytes, mask.offset, mask.length, columnCount)) bitsIgnored = true
     if (rawSlot >= 0) { if (absent) row.setNullAt(rawSlot) else row.update(rawSlot, mask.copy()) }
     if (namesSlot >= 0) {
       if (absent) row.setNullAt(namesSlot)

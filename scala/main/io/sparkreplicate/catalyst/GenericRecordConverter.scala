@@ -33,6 +33,8 @@ final class GenericRecordConverter(writer: Schema, version: TableVersion, out: R
   private val names = Seq(C.SchemaName -> version.lineage.schema, C.TableName -> version.lineage.table)
     .map { case (column, value) => (out.slot(column), UTF8String.fromString(value)) }.filter(_._1 >= 0).toArray
 
+  override def maskBitsIgnored: Boolean = decode.maskBitsIgnored
+
   override def convert(in: SliceDecoder): Unit = {
     decode.convert(in)
     val from = flat.row

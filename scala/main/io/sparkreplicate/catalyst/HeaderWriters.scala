@@ -87,7 +87,7 @@ private[catalyst] final class HeaderWriters(
 
 /**
  * Where a message's mask lies in its bytes (`bytes` null when the mask is null or absent): masks
- * are validated and expanded in place, and copied only when the raw mask column is selected.
+ * are read and expanded in place, and copied only when the raw mask column is selected.
  */
 private[catalyst] final class MaskSlice {
   var bytes: Array[Byte] = _

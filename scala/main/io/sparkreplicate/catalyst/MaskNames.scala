@@ -19,13 +19,19 @@ import org.apache.spark.unsafe.types.UTF8String
  * that a miss-heavy stream of masks has long evicted. Extra leading zero bytes do not change the
  * value, so they share the entry.
  *
- * The mask must be valid for `columnNames` ([[io.sparkreplicate.codec.ChangeMask.validate]]): no
- * bit beyond the last column is set, so only its last `8 * wordsPerKey` bytes can be non-zero.
+ * Bits past the last column name no column and are ignored: only the mask's last
+ * `8 * wordsPerKey` bytes are read, and the bits of their top word past the last column are
+ * cleared, so such a mask shares the entry of the same mask without them.
  */
 final class MaskNames(columnNames: Array[UTF8String]) {
   import MaskNames.{Capacity, IndexBits}
 
   private val wordsPerKey = math.max(1, (columnNames.length + 63) / 64)
+  /** The bits of the key's top word that stand for columns. */
+  private val topWordColumns = {
+    val columnsInTop = columnNames.length - 64 * (wordsPerKey - 1)
+    if (columnsInTop == 64) -1L else (1L << columnsInTop) - 1
+  }
   private val keys = new Array[Long](Capacity * wordsPerKey)
   private val values = new Array[ArrayData](Capacity)
   private val names = columnNames.map(_.getBytes)
@@ -44,6 +50,7 @@ final class MaskNames(columnNames: Array[UTF8String]) {
       var word = 0L
       var b = first
       while (b <= last) { word = word << 8 | (bytes(b) & 0xffL); b += 1 }
+      if (w == wordsPerKey - 1) word &= topWordColumns
       key(w) = word
       hash = (hash ^ word) * 0x9e3779b97f4a7c15L
       last = first - 1

@@ -17,6 +17,9 @@ trait RowDecoder {
   /** @throws io.sparkreplicate.MalformedMessageException for a message that cannot be decoded */
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome
 
+  /** Whether the row [[decode]] last returned had a mask bit past its table's last column (ignored). */
+  def maskBitsIgnored: Boolean = false
+
   final def row: InternalRow = out.row
 
   /** The row for a malformed message under PERMISSIVE: nulls, and the raw bytes with the reason. */

@@ -1,52 +1,41 @@
 package io.sparkreplicate.codec
 
-import io.sparkreplicate.{ErrorId, MalformedMessageException}
-
 /**
  * Replicate's `changeMask` / `columnMask`: the bytes are one big-endian unsigned integer whose
  * bit i (0 = least significant) stands for the column with ordinal i + 1. Extra leading zero
- * bytes are allowed; a set bit beyond the table's last column is malformed, because it would name
- * a column the reader cannot know.
+ * bytes are allowed.
+ *
+ * A set bit past the table's last column names no column and is ignored. Real Replicate output
+ * sends such bits: UPDATEs of Oracle-sourced tables of 26 and 37 columns carry the change masks
+ * 04000000 (ordinal 27) and 2000000000 (ordinal 38) beside column masks that match the data
+ * exactly, so the bit says nothing about the columns the reader knows.
  */
 object ChangeMask {
 
-  /** Ordinals (1-based, ascending) whose bit is set. */
+  /** Ordinals (1-based, ascending) whose bit is set, among the table's `columnCount` columns. */
   def ordinals(mask: Array[Byte], columnCount: Int): Array[Int] = {
-    val out = new Array[Int](bitCount(mask))
-    var found = 0
+    val found = Array.newBuilder[Int]
     var byteIndex = mask.length - 1
-    while (byteIndex >= 0) {
+    var base = 0
+    while (byteIndex >= 0 && base < columnCount) {
       val b = mask(byteIndex) & 0xff
-      if (b != 0) {
-        val base = (mask.length - 1 - byteIndex) * 8
-        var bit = 0
-        while (bit < 8) {
-          if ((b & (1 << bit)) != 0) {
-            val ordinal = base + bit + 1
-            if (ordinal > columnCount) throw new MalformedMessageException(ErrorId.BadMask,
-              s"mask ${hex(mask)} sets the bit of column $ordinal but the table has $columnCount columns")
-            out(found) = ordinal
-            found += 1
-          }
-          bit += 1
-        }
+      var bit = 0
+      while (bit < 8 && base + bit < columnCount) {
+        if ((b & (1 << bit)) != 0) found += base + bit + 1
+        bit += 1
       }
+      base += 8
       byteIndex -= 1
     }
-    out
+    found.result()
   }
 
-  /** Fails as [[ordinals]] would on the mask in `bytes` at `offset`, without materialising the ordinals. */
-  def validate(bytes: Array[Byte], offset: Int, length: Int, columnCount: Int): Unit = {
+  /** Whether the mask in `bytes` at `offset` sets a bit past the table's last column. */
+  def setsBitsBeyond(bytes: Array[Byte], offset: Int, length: Int, columnCount: Int): Boolean = {
     val end = offset + length
     var i = offset
     while (i < end && bytes(i) == 0) i += 1
-    if (i < end) {
-      val highest = (end - 1 - i) * 8 + (32 - Integer.numberOfLeadingZeros(bytes(i) & 0xff))
-      if (highest > columnCount) throw new MalformedMessageException(ErrorId.BadMask,
-        s"mask ${hex(java.util.Arrays.copyOfRange(bytes, offset, end))} sets the bit of column $highest " +
-          s"but the table has $columnCount columns")
-    }
+    i < end && (end - 1 - i) * 8 + (32 - Integer.numberOfLeadingZeros(bytes(i) & 0xff)) > columnCount
   }
 
   /** The mask for a set of 1-based ordinals, in the fewest bytes that cover `columnCount`. */
@@ -61,6 +50,4 @@ object ChangeMask {
   }
 
   def hex(mask: Array[Byte]): String = mask.map(b => f"${b & 0xff}%02X").mkString
-
-  private def bitCount(mask: Array[Byte]): Int = mask.foldLeft(0)((n, b) => n + Integer.bitCount(b & 0xff))
 }

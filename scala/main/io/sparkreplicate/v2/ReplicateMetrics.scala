@@ -9,21 +9,23 @@ import io.sparkreplicate.catalyst.ReadCounters
  * The scan's accounting, shown in the SQL tab and the executed plan. Every landed message is
  * counted once as read, and once as exactly one of: returned row (including PERMISSIVE's corrupt
  * rows), metadata, filtered out (another table, or removed by a pushed filter), or dropped (DROPMALFORMED):
- * `messagesRead = rowsReturned + metadataMessages + filteredOut + dropped`.
+ * `messagesRead = rowsReturned + metadataMessages + filteredOut + dropped`. `maskBitsIgnored` is
+ * no outcome: it counts the returned rows whose masks set a bit past the table's last column.
  * Spark instantiates each metric class by name on the driver, hence one class per metric.
  */
 object ReplicateMetrics {
   val all: Array[CustomMetric] = Array(new MessagesRead, new RowsReturned, new MetadataMessages,
-    new FilteredOut, new Malformed, new Dropped, new FilesSkipped, new MalformedBadMagic,
+    new FilteredOut, new Malformed, new Dropped, new FilesSkipped, new MaskBitsIgnored, new MalformedBadMagic,
     new MalformedUnknownMessageType, new MalformedTruncated, new MalformedTrailingBytes,
-    new MalformedBadPayload, new MalformedBadMask, new MalformedBadValue, new MalformedInvalidUtf8,
+    new MalformedBadPayload, new MalformedBadValue, new MalformedInvalidUtf8,
     new MalformedUnknownSchemaId, new MalformedBadEmbeddedSchema, new MalformedBadFrame)
 
   /** Spark asks for these every 100 rows, so the names of the per-reason metrics are made once. */
   def values(c: ReadCounters): Array[CustomTaskMetric] = Array(
     task("messagesRead", c.messagesRead), task("rowsReturned", c.rowsReturned),
     task("metadataMessages", c.metadataMessages), task("filteredOut", c.filteredOut),
-    task("malformed", c.malformed), task("dropped", c.dropped), task("filesSkipped", c.skippedFiles.size)) ++
+    task("malformed", c.malformed), task("dropped", c.dropped), task("filesSkipped", c.skippedFiles.size),
+    task("maskBitsIgnored", c.maskBitsIgnored)) ++
     reasonMetrics.map { case (metric, reason) => task(metric, c.malformedByReason(reason)) }
 
   def reasonMetric(reason: ErrorId): String = s"malformed_${reason.name}"
@@ -52,12 +54,13 @@ final class FilteredOut extends ReplicateMetric("filteredOut", "replicate messag
 final class Malformed extends ReplicateMetric("malformed", "replicate malformed messages")
 final class Dropped extends ReplicateMetric("dropped", "replicate malformed messages dropped")
 final class FilesSkipped extends ReplicateMetric("filesSkipped", "replicate files skipped")
+final class MaskBitsIgnored extends ReplicateMetric("maskBitsIgnored",
+  "replicate rows whose masks set bits past the table's last column (ignored)")
 final class MalformedBadMagic extends ReasonMetric(ErrorId.BadMagic)
 final class MalformedUnknownMessageType extends ReasonMetric(ErrorId.UnknownMessageType)
 final class MalformedTruncated extends ReasonMetric(ErrorId.Truncated)
 final class MalformedTrailingBytes extends ReasonMetric(ErrorId.TrailingBytes)
 final class MalformedBadPayload extends ReasonMetric(ErrorId.BadPayload)
-final class MalformedBadMask extends ReasonMetric(ErrorId.BadMask)
 final class MalformedBadValue extends ReasonMetric(ErrorId.BadValue)
 final class MalformedInvalidUtf8 extends ReasonMetric(ErrorId.InvalidUtf8)
 final class MalformedUnknownSchemaId extends ReasonMetric(ErrorId.UnknownSchemaId)
