@@ -1,6 +1,6 @@
 """Tests of spark_replicate.generate: decode every landed byte independently and compare.
 
-The decoding here uses only fastavro and the framing rules of DESIGN.md section 2, so a
+The decoding here uses only fastavro and the framing rules of the README's "Landing formats", so a
 generator bug cannot hide behind a matching reader bug.
 """
 

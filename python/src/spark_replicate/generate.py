@@ -6,7 +6,10 @@ exactly that, deterministically for a seed, from an in-memory model of each sour
 keeps a copy of every data message it wrote (values exactly as encoded) so the end-to-end tests
 can compare what the Spark reader returns with what was generated, row by row.
 
-Wire format: see DESIGN.md sections 1 and 2. All Avro is written by fastavro (``schemaless_writer``
+Wire format: each message is a ``MessageEnvelope`` (Avro binary: magic ``atMSG``, type ``MD`` or
+``DT``, headers, ``messageSchemaId``, ``messageSchema``, ``message`` bytes), as the reader's
+``codec/Envelope.scala`` decodes it; the files are landed in the framings of the README's
+"Landing formats". All Avro is written by fastavro (``schemaless_writer``
 on schemas parsed once per table version, ``Writer`` for container files). For speed, the parts
 that repeat are encoded once and reused: the envelope fields before ``message``, each row image
 (sent again as the before-image of its next UPDATE or DELETE), and the full-load headers.
