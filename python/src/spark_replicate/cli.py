@@ -32,7 +32,7 @@ def _generate(out_dir: Path, args: argparse.Namespace, keep_messages: bool = Fal
         out_dir, messages=args.messages, seed=args.seed, framing=args.framing,
         files_per_topic=args.files_per_topic, codec=args.codec, value_schema=args.value_schema,
         md_in_data_topics=args.md_in_data_topics, keep_messages=keep_messages, overwrite=True,
-        logical_types=args.logical_types)
+        logical_types=args.logical_types, progress=_progress("generate"))
 
 
 def _run_generate(args: argparse.Namespace) -> int:

@@ -1182,7 +1182,7 @@ class _Task:
                  files_per_topic: int, before_images: bool, headers_version: str,
                  embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool,
                  operation_mix: tuple[float, float, float] = OPERATION_MIX, refresh_share: float = REFRESH_SHARE,
-                 encoding: str = "text"):
+                 encoding: str = "text", progress: Callable[[str], None] | None = None):
         self._rng = random.Random(settings.seed)
         insert_share, update_share, _ = operation_mix
         self._update_from, self._delete_from = insert_share, insert_share + update_share
@@ -1203,6 +1203,8 @@ class _Task:
         self.messages: list[DataMessage] = []
         self.metadata: list[MetadataEntry] = []
         self.counts: dict[str, dict[str, int]] = {s.table.name: {} for s in self._states}
+        self._progress, self._messages, self._published = progress, messages, 0
+        self._progress_every = max(1, messages // 10)
 
     def run(self) -> list[Path]:
         """Generate everything; returns the files written."""
@@ -1314,6 +1316,9 @@ class _Task:
         path, offset = self._topics[state.table.topic].append(partition, envelope, key, millis)
         ops = self.counts[state.table.name]
         ops[operation] = ops.get(operation, 0) + 1
+        self._published += 1
+        if self._progress is not None and self._published % self._progress_every == 0:
+            self._progress(f"{self._published:,} of {self._messages:,} data messages written")
         if self._keep:
             self.messages.append(DataMessage(
                 state.table.name, version.schema_id, version.number, state.table.topic, partition, offset,
@@ -1366,7 +1371,8 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                           embed_data_schema: bool = False, value_schema: str = "record",
                           md_in_data_topics: bool = False, keep_messages: bool = True,
                           overwrite: bool = False, operation_mix: tuple[float, float, float] = OPERATION_MIX,
-                          full_load: bool = True, logical_types: bool = False, all_text: bool = False) -> LandingZone:
+                          full_load: bool = True, logical_types: bool = False, all_text: bool = False,
+                          progress: Callable[[str], None] | None = None) -> LandingZone:
     """Write a Replicate landing zone under ``out_dir`` and return what it contains.
 
     ``messages`` DT messages are split evenly among ``tables`` (default :func:`default_tables`);
@@ -1383,6 +1389,7 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     ``logical_types`` (DATE int/date, TIME int/time-millis, DATETIME long/timestamp-micros, NUMERIC
     bytes/decimal(p,s), UINT8 bytes/decimal(20,0)); ``all_text`` sends every value as its text
     (bytes in hex). :func:`expected_value` says what a reader returns for each encoded value.
+    ``progress``, when given, receives a line after each tenth of the data messages.
     """
     _check_choice("framing", framing, FRAMINGS)
     _check_choice("value_schema", value_schema, VALUE_SCHEMAS)
@@ -1404,7 +1411,7 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     settings = _Settings(framing, codec, sync_interval, value_schema, seed)
     task = _Task(root, tables, messages, settings, files_per_topic, before_images, headers_version,
                  embed_data_schema, md_in_data_topics, keep_messages, operation_mix,
-                 REFRESH_SHARE if full_load else 0.0, encoding)
+                 REFRESH_SHARE if full_load else 0.0, encoding, progress)
     files = task.run()
     zone = LandingZone(root, root / SCHEMA_TOPIC, {t.topic: root / t.topic for t in tables}, tables,
                        task.messages, task.metadata, files, task.counts)
