@@ -27,6 +27,7 @@ plain dict with these keys (stable: scripts may rely on them; ``--json`` prints 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from functools import reduce
 from typing import Callable
 
 from pyspark.sql import Column, DataFrame, SparkSession, functions as F
@@ -51,8 +52,7 @@ def inspect(spark: SparkSession, path: Paths, schema_topic: Paths | None = None,
     paths = _path_list(path)
     schema_paths = None if schema_topic is None else _path_list(schema_topic)
     log(f"files of {', '.join(paths + (schema_paths or []))}")
-    files = [_file_totals(spark, p, "data") for p in paths] + [_file_totals(spark, p, "schema")
-                                                               for p in schema_paths or []]
+    files = _file_totals(spark, [(p, "data") for p in paths] + [(p, "schema") for p in schema_paths or []])
     log(f"metadata of {', '.join(schema_paths or paths)}")
     versions, schema_malformed = _versions(spark, schema_paths or paths, schema_paths is not None, named)
     tables = {name: {"table": name, "versions": _with_changes(entries), **_no_changes()}
@@ -62,18 +62,23 @@ def inspect(spark: SparkSession, path: Paths, schema_topic: Paths | None = None,
         log(f"data messages of {', '.join(paths)}")
         changes = read(spark, paths, schema_topic=schema_paths, layout="generic", mode="PERMISSIVE",
                        expand_masks=False, **named)
-        malformed = _malformed(changes)
-        for name, stats in _change_stats(spark, changes, versions).items():
-            tables[name].update(stats)
+        stats, malformed = _change_stats(spark, changes, versions)
+        for name, table_stats in stats.items():
+            tables[name].update(table_stats)
     return {"paths": paths, "schema_topic": schema_paths, "files": files, "tables": list(tables.values()),
             "malformed": malformed, "schema_topic_malformed": schema_malformed}
 
 
-def _file_totals(spark: SparkSession, path: str, role: str) -> dict:
-    """Files and bytes below ``path``; like the connector, ``binaryFile`` skips ``_`` and ``.`` names."""
-    listed = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(path)
-    row = listed.agg(F.count(F.lit(1)).alias("files"), F.sum("length").alias("bytes")).first()
-    return {"path": path, "role": role, "files": row["files"], "bytes": row["bytes"] or 0}
+def _file_totals(spark: SparkSession, paths: list[tuple[str, str]]) -> list[dict]:
+    """Files and bytes below each (path, role), in one job; like the connector, ``binaryFile``
+    skips ``_`` and ``.`` names."""
+    listed = reduce(DataFrame.unionByName, [
+        spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(path)
+        .select(F.lit(index).alias("index"), "length") for index, (path, _) in enumerate(paths)])
+    totals = {row["index"]: row for row in listed.groupBy("index")
+              .agg(F.count(F.lit(1)).alias("files"), F.sum("length").alias("bytes")).collect()}
+    return [{"path": path, "role": role, "files": totals[i]["files"] if i in totals else 0,
+             "bytes": totals[i]["bytes"] if i in totals else 0} for i, (path, role) in enumerate(paths)]
 
 
 def _versions(spark: SparkSession, paths: list[str], schema_topic: bool,
@@ -135,9 +140,11 @@ def _mask_bits(mask: Column) -> Column:
     return F.when(F.coalesce(F.length(digits), F.lit(0)) == 0, 0).otherwise(F.length(digits) * 4 - unused_in_first)
 
 
-def _change_stats(spark: SparkSession, changes: DataFrame, versions: dict[str, list[dict]]) -> dict[str, dict]:
+def _change_stats(spark: SparkSession, changes: DataFrame,
+                  versions: dict[str, list[dict]]) -> tuple[dict[str, dict], dict[str, int]]:
     """Per table: rows per operation, first and last change, and messages with mask bits past
-    the last column of their version (one aggregation over the data read)."""
+    the last column of their version; and the malformed messages by reason. One aggregation over
+    the data read: corrupt records (null headers) group by their reason alone."""
     widths = spark.createDataFrame(
         [(name.split(".", 1)[0], name.split(".", 1)[1], v["version"], len(v["types"]))
          for name, entries in versions.items() for v in entries],
@@ -146,9 +153,8 @@ def _change_stats(spark: SparkSession, changes: DataFrame, versions: dict[str, l
     table = ["header__schema_name", "header__table_name"]
     masks_past = F.greatest(_mask_bits(F.col("header__change_mask")),
                             _mask_bits(F.col("header__column_mask"))) > F.col("width")
-    stats = (changes.where("_corrupt_record IS NULL")
-             .join(F.broadcast(widths), table + ["header__table_version"], "left")
-             .groupBy(*table, "header__operation")
+    stats = (changes.join(F.broadcast(widths), table + ["header__table_version"], "left")
+             .groupBy(*table, "header__operation", F.col("_corrupt_record.reason").alias("reason"))
              .agg(F.count(F.lit(1)).alias("rows"),
                   F.min(F.unix_micros("header__timestamp")).alias("first_timestamp"),
                   F.max(F.unix_micros("header__timestamp")).alias("last_timestamp"),
@@ -157,7 +163,11 @@ def _change_stats(spark: SparkSession, changes: DataFrame, versions: dict[str, l
                   F.count(F.when(masks_past, True)).alias("mask_bits_ignored"))
              .collect())
     result: dict[str, dict] = {}
-    for row in stats:
+    malformed: dict[str, int] = {}
+    for row in sorted(stats, key=lambda r: r.reason or ""):
+        if row.reason is not None:
+            malformed[row.reason] = malformed.get(row.reason, 0) + row.rows
+            continue
         name = f"{row.header__schema_name}.{row.header__table_name}"
         table_stats = result.setdefault(name, _no_changes())
         table_stats["rows"] += row.rows
@@ -171,7 +181,7 @@ def _change_stats(spark: SparkSession, changes: DataFrame, versions: dict[str, l
         for key in ("first_timestamp", "last_timestamp"):
             if table_stats[key] is not None:
                 table_stats[key] = f"{_EPOCH + timedelta(microseconds=table_stats[key]):%Y-%m-%dT%H:%M:%S.%fZ}"
-    return result
+    return result, malformed
 
 
 def _pick(choose, current, new):
