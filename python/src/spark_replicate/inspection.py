@@ -72,7 +72,7 @@ def inspect(spark: SparkSession, path: Paths, schema_topic: Paths | None = None,
 def _file_totals(spark: SparkSession, paths: list[tuple[str, str]]) -> list[dict]:
     """Files and bytes below each (path, role), in one job; like the connector, ``binaryFile``
     skips ``_`` and ``.`` names."""
-    listed = reduce(DataFrame.unionByName, [
+    listed = reduce(lambda one, other: one.unionByName(other), [
         spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(path)
         .select(F.lit(index).alias("index"), "length") for index, (path, _) in enumerate(paths)])
     totals = {row["index"]: row for row in listed.groupBy("index")
@@ -148,8 +148,7 @@ def _change_stats(spark: SparkSession, changes: DataFrame,
     widths = spark.createDataFrame(
         [(name.split(".", 1)[0], name.split(".", 1)[1], v["version"], len(v["types"]))
          for name, entries in versions.items() for v in entries],
-        "header__schema_name string, header__table_name string, header__table_version long, width int",
-    ).dropDuplicates(["header__schema_name", "header__table_name", "header__table_version"])
+        "header__schema_name string, header__table_name string, header__table_version long, width int")
     table = ["header__schema_name", "header__table_name"]
     masks_past = F.greatest(_mask_bits(F.col("header__change_mask")),
                             _mask_bits(F.col("header__column_mask"))) > F.col("width")
