@@ -32,7 +32,7 @@ from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, Table
 TESTS_DIR = Path(__file__).resolve().parent
 DATA_DIR = TESTS_DIR / "data"
 
-# DESIGN §3, in output order after the table's own columns.
+# README "Output columns", in output order after the table's own columns.
 HEADER_COLUMNS = [
     "header__schema_id", "header__table_version", "header__operation", "header__change_seq",
     "header__timestamp", "header__stream_position", "header__transaction_id",
@@ -178,7 +178,7 @@ def version_columns(table: TableDef, version: int) -> list[ColumnDef]:
 
 
 def layout_columns(zone: LandingZone, table: str, schema_evolution: str = "merge") -> list[ColumnDef]:
-    """The output's table columns (DESIGN §3): the newest version's in ordinal order, then, under
+    """The output's table columns (README "Output columns" and "Schema evolution"): the newest version's in ordinal order, then, under
     ``schemaEvolution`` = merge, columns that later versions dropped, newest drop first; each as
     the newest version that has it defines it."""
     versions = sorted({entry.version for entry in zone.metadata if entry.table == table}, reverse=True)

@@ -1,4 +1,4 @@
-"""Bad input and lost-nothing accounting (DESIGN §5; README "Decoding and accounting").
+"""Bad input and lost-nothing accounting (README "Decoding and accounting").
 
 Every case of ``data/bad_inputs/cases.json`` is read through the reader under FAILFAST,
 PERMISSIVE and DROPMALFORMED. The cases, their input files and their expected outcomes are

@@ -176,6 +176,9 @@ def test_the_export_command(zone, tmp_path):
     first, second = result.stdout.split("SECOND RUN")
     assert "batch 1:" in first and all(f"  {t}: " in first for t in TABLES)
     assert "nothing written" in second and "batch" not in second
+    # Progress goes to stderr, one line per table of the batch; stdout keeps only the results.
+    assert all(f"spark-replicate export: batch 1 (" in line for line in result.stderr.splitlines() if "writing" in line)
+    assert all(f"writing {t} (" in result.stderr for t in TABLES) and "spark-replicate export:" not in result.stdout
     done = json.loads((output / "_spark_replicate" / "batch-000001.done.json").read_text())
     assert sorted(done["rows"]) == TABLES and sum(done["rows"].values()) == sum(
         int(line.rsplit(": ", 1)[1].split()[0]) for line in first.splitlines() if line.startswith("  "))

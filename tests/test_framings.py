@@ -1,4 +1,4 @@
-"""Every landing framing of DESIGN §2, named explicitly and sniffed (``auto``), and container
+"""Every landing framing of the README's "Landing formats", named explicitly and sniffed (``auto``), and container
 files split at sync markers."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tests of spark_replicate.generate: decode every landed byte independently and compare.
 
-The decoding here uses only fastavro and the framing rules of DESIGN.md section 2, so a
+The decoding here uses only fastavro and the framing rules of the README's "Landing formats", so a
 generator bug cannot hide behind a matching reader bug.
 """
 
@@ -11,6 +11,7 @@ import json
 import math
 import re
 import struct
+import subprocess
 import sys
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timezone
@@ -173,7 +174,7 @@ def wide_zone(tmp_path_factory) -> gen.LandingZone:
 # --------------------------------------------------------------------------------------------
 
 
-def test_mask_examples_from_the_design():
+def test_mask_examples():
     assert gen.mask_bytes([8, 16], 16, extra_leading_zero=True).hex().upper() == "008080"
     assert gen.mask_bytes([8, 16], 16).hex().upper() == "8080"
     assert gen.mask_bytes([1, 3], 4).hex().upper() == "05"
@@ -823,3 +824,11 @@ def test_a_dropped_column_cannot_come_back_under_its_name():
 def test_expected_value(column, sent, time_zone, expected):
     actual = gen.expected_value(column, sent, time_zone)
     assert actual == expected and type(actual) is type(expected)
+
+
+def test_the_generate_command_prints_the_zone_on_stdout_and_progress_on_stderr(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "spark_replicate.cli", "generate", str(tmp_path / "zone"),
+                           "--messages", "300"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sum(sum(ops.values()) for ops in json.loads(done.stdout)["counts"].values()) == 300
+    assert done.stderr.splitlines()[-1] == "spark-replicate generate: 300 of 300 data messages written"

@@ -1,4 +1,4 @@
-"""Reader options (DESIGN §3): expandMasks, includeSource, case-insensitive names, invalid
+"""Reader options (README "Options"): expandMasks, includeSource, case-insensitive names, invalid
 values, and the Python shorthand ``spark_replicate.read``."""
 
 from __future__ import annotations

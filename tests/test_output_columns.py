@@ -1,4 +1,4 @@
-"""Every fixed output column of DESIGN §3, checked against the generated messages.
+"""Every output column of the README's "Output columns", checked against the generated messages.
 
 One table (HR.EMPLOYEES, which shares its topic with HR.DEPARTMENTS) is compared column by
 column and message by message; every table is then compared as a whole multiset of rows.

@@ -22,7 +22,7 @@ from spark_replicate.generate import ENVELOPE_SCHEMA
 REFERENCE = DATA_DIR / "reference"
 SCHEMA_ID = "8FB9D3C10EA4B25751DF9CC8318F0A02"
 
-# The one row of the sample, as DESIGN §1 and §3 say it must come out: its DATE columns arrive as
+# The one row of the sample, as the README's "Output columns" and "Types" say it must come out: its DATE columns arrive as
 # text (Replicate's logical data types off) and are typed by the metadata's source types.
 EXPECTED_ROW = {
     "emp_no": 14472, "salary": 49592, "from_date": date(1993, 11, 25), "to_date": date(1994, 11, 25),

@@ -1,4 +1,4 @@
-"""Variants of the wire format that real Replicate tasks produce (DESIGN §1): several table versions
+"""Variants of the wire format that real Replicate tasks produce: several table versions
 after DDL, self-describing data messages (``messageSchema`` embedded), and 6.3-era headers
 without the transaction fields."""
 

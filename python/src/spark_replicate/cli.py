@@ -1,4 +1,4 @@
-"""``spark-replicate``: generate a realistic landing zone, run the demo on one, or export one as Parquet."""
+"""``spark-replicate``: generate a realistic landing zone, run the demo on one, inspect one, or export one as Parquet."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _generate(out_dir: Path, args: argparse.Namespace, keep_messages: bool = Fal
         out_dir, messages=args.messages, seed=args.seed, framing=args.framing,
         files_per_topic=args.files_per_topic, codec=args.codec, value_schema=args.value_schema,
         md_in_data_topics=args.md_in_data_topics, keep_messages=keep_messages, overwrite=True,
-        logical_types=args.logical_types)
+        logical_types=args.logical_types, progress=_progress("generate"))
 
 
 def _run_generate(args: argparse.Namespace) -> int:
@@ -43,9 +43,29 @@ def _run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_demo(args: argparse.Namespace) -> int:
+def _session(command: str, master: str, conf: dict[str, str] | None = None):
     # Imported here so that `generate` works without starting (or even importing) Spark.
-    from pyspark.sql import SparkSession, functions as F
+    from pyspark.sql import SparkSession
+
+    import spark_replicate
+
+    builder = spark_replicate.configure_spark(SparkSession.builder.master(master).appName(f"spark-replicate {command}"))
+    # Spark's stage progress bar redraws one line with carriage returns: shown on a terminal only.
+    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower()}
+    for key, value in {**settings, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _progress(command: str):
+    """Progress lines go to stderr, so that stdout holds only the command's result."""
+    return lambda line: print(f"spark-replicate {command}: {line}", file=sys.stderr, flush=True)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from pyspark.sql import functions as F
 
     import spark_replicate
 
@@ -53,9 +73,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     topic = zone.topics[next(t.topic for t in zone.tables if t.name == args.table)]
     print(f"Landing zone: {zone.root}  (schema topic {zone.schema_topic.name}, data topics "
           f"{', '.join(sorted(zone.topics))})")
-    spark = (spark_replicate.configure_spark(SparkSession.builder.master(args.master).appName("spark-replicate demo"))
-             .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = _session("demo", args.master, {"spark.sql.session.timeZone": "UTC"})
     try:
         changes = spark_replicate.read(spark, str(topic), schema_topic=str(zone.schema_topic), table=args.table)
         key = [c for c in changes.columns if not c.startswith("header__")][:3]
@@ -78,22 +96,37 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from pyspark.sql import SparkSession
-
-    import spark_replicate
     from spark_replicate.export import ExportError, export
 
-    spark = (spark_replicate.configure_spark(SparkSession.builder.master(args.master).appName("spark-replicate export"))
-             .config("spark.ui.enabled", "false").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = _session("export", args.master)
     try:
-        export(spark, args.input, args.output, schema_topic=args.schema_topic, mode=args.mode)
+        export(spark, args.input, args.output, schema_topic=args.schema_topic, mode=args.mode,
+               progress=_progress("export"))
         return 0
     except ExportError as e:
         print(f"spark-replicate export: {e}", file=sys.stderr)
         return 2
     finally:
         spark.stop()
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    from spark_replicate.inspection import inspect, render
+
+    options = dict(option.split("=", 1) for option in args.option)
+    spark = _session("inspect", args.master)
+    try:
+        report = inspect(spark, args.input, schema_topic=args.schema_topic, log=_progress("inspect"), **options)
+    finally:
+        spark.stop()
+    print(json.dumps(report, indent=2) if args.json else render(report), end="\n" if args.json else "")
+    return 0
+
+
+def _reader_option(text: str) -> str:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,6 +157,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="what a malformed message does (the reader's `mode`; default FAILFAST)")
     export.add_argument("--master", default="local[*]")
     export.set_defaults(run=_run_export)
+
+    inspect = commands.add_parser(
+        "inspect", help="what a landing zone holds: tables, versions, changes, malformed messages, files",
+        description="Reads the landed topic(s) once and reports the files and bytes per path, each table's "
+                    "versions and what changed between them, its rows per operation, its first and last change "
+                    "timestamp and sequence, messages with mask bits past the last column, and the malformed "
+                    "messages by reason (read in PERMISSIVE mode). Progress goes to stderr.")
+    inspect.add_argument("input", nargs="+", help="landed data topic(s): paths or globs")
+    inspect.add_argument("--schema-topic", help="landed schema topic; by default the metadata messages of the input")
+    inspect.add_argument("--json", action="store_true", help="print the report as JSON (keys documented in the README)")
+    inspect.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", type=_reader_option,
+                         help="a reader option, e.g. framing=length-prefixed or table=HR.EMPLOYEES (repeatable)")
+    inspect.add_argument("--master", default="local[*]")
+    inspect.set_defaults(run=_run_inspect)
 
     args = parser.parse_args(argv)
     return args.run(args)

@@ -108,14 +108,17 @@ class _Manifest:
 
 
 def export(spark: SparkSession, input_paths: Paths, output: str, schema_topic: Paths | None = None,
-           mode: str | None = None, log: Callable[[str], None] = print) -> list[BatchResult]:
+           mode: str | None = None, log: Callable[[str], None] = print,
+           progress: Callable[[str], None] = lambda line: None) -> list[BatchResult]:
     """Writes the tables of the input files no earlier run exported (see the module's doc).
 
     Without ``schema_topic`` the metadata comes from the metadata messages of all the input files,
     exported or not, since a table's metadata is usually announced once, long before later data.
+    ``log`` receives the result lines; ``progress`` a line as each step starts.
     """
     manifest = _Manifest(spark, output)
     inputs = _path_list(input_paths)
+    progress(f"listing {', '.join(inputs)}")
     listed = {f.path: f for f in manifest.list_input(inputs)}
     recorded, done = manifest.batches()
     for batch in sorted(recorded):
@@ -127,13 +130,14 @@ def export(spark: SparkSession, input_paths: Paths, output: str, schema_topic: P
         log(f"no new input files in {', '.join(inputs)}: nothing written")
         return []
     options = {} if mode is None else {"mode": mode}
+    progress(f"metadata of {', '.join(_path_list(schema_topic if schema_topic is not None else inputs))}")
     metadata = schema_topic if schema_topic is not None else _metadata_files(spark, inputs, options)
-    results = [_write_batch(spark, manifest, batch, recorded[batch], metadata, options, redone=True)
+    results = [_write_batch(spark, manifest, batch, recorded[batch], metadata, options, progress, redone=True)
                for batch in interrupted]
     if new:
         batch = max(recorded, default=0) + 1
         manifest.begin(batch, new)
-        results.append(_write_batch(spark, manifest, batch, new, metadata, options, redone=False))
+        results.append(_write_batch(spark, manifest, batch, new, metadata, options, progress, redone=False))
     for result in results:
         log(f"batch {result.batch}: {result.files} input file(s)"
             f"{' (written again: the run that began it was interrupted)' if result.redone else ''}")
@@ -166,10 +170,11 @@ def _metadata_files(spark: SparkSession, inputs: list[str], options: dict) -> li
 
 
 def _write_batch(spark: SparkSession, manifest: _Manifest, batch: int, files: list[InputFile],
-                 metadata: Paths, options: dict, redone: bool) -> BatchResult:
+                 metadata: Paths, options: dict, progress: Callable[[str], None], redone: bool) -> BatchResult:
     tables = read_tables(spark, [f.path for f in files], schema_topic=metadata, **options)
     rows = {}
-    for table, df in tables.items():
+    for number, (table, df) in enumerate(tables.items(), 1):
+        progress(f"batch {batch} ({len(files)} input file(s)): writing {table} ({number} of {len(tables)})")
         df.write.mode("overwrite").parquet(manifest.table_dir(table, batch))
         # Every row the read returned was written: its metrics count them without reading the Parquet back.
         rows[table] = last_read_metrics(spark)["rowsReturned"]

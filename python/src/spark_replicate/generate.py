@@ -6,7 +6,10 @@ exactly that, deterministically for a seed, from an in-memory model of each sour
 keeps a copy of every data message it wrote (values exactly as encoded) so the end-to-end tests
 can compare what the Spark reader returns with what was generated, row by row.
 
-Wire format: see DESIGN.md sections 1 and 2. All Avro is written by fastavro (``schemaless_writer``
+Wire format: each message is a ``MessageEnvelope`` (Avro binary: magic ``atMSG``, type ``MD`` or
+``DT``, headers, ``messageSchemaId``, ``messageSchema``, ``message`` bytes), as the reader's
+``codec/Envelope.scala`` decodes it; the files are landed in the framings of the README's
+"Landing formats". All Avro is written by fastavro (``schemaless_writer``
 on schemas parsed once per table version, ``Writer`` for container files). For speed, the parts
 that repeat are encoded once and reused: the envelope fields before ``message``, each row image
 (sent again as the before-image of its next UPDATE or DELETE), and the full-load headers.
@@ -1183,7 +1186,8 @@ class _Task:
                  files_per_topic: int, before_images: bool, headers_version: str,
                  embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool,
                  operation_mix: tuple[float, float, float] = OPERATION_MIX, refresh_share: float = REFRESH_SHARE,
-                 encoding: str = "text", stray_mask_bits: float = 0.0):
+                 encoding: str = "text", stray_mask_bits: float = 0.0,
+                 progress: Callable[[str], None] | None = None):
         self._rng = random.Random(settings.seed)
         self._stray_mask_bits = stray_mask_bits
         insert_share, update_share, _ = operation_mix
@@ -1205,6 +1209,8 @@ class _Task:
         self.messages: list[DataMessage] = []
         self.metadata: list[MetadataEntry] = []
         self.counts: dict[str, dict[str, int]] = {s.table.name: {} for s in self._states}
+        self._progress, self._messages, self._published = progress, messages, 0
+        self._progress_every = max(1, messages // 10)
 
     def run(self) -> list[Path]:
         """Generate everything; returns the files written."""
@@ -1317,6 +1323,9 @@ class _Task:
         path, offset = self._topics[state.table.topic].append(partition, envelope, key, millis)
         ops = self.counts[state.table.name]
         ops[operation] = ops.get(operation, 0) + 1
+        self._published += 1
+        if self._progress is not None and self._published % self._progress_every == 0:
+            self._progress(f"{self._published:,} of {self._messages:,} data messages written")
         if self._keep:
             self.messages.append(DataMessage(
                 state.table.name, version.schema_id, version.number, state.table.topic, partition, offset,
@@ -1370,7 +1379,7 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                           md_in_data_topics: bool = False, keep_messages: bool = True,
                           overwrite: bool = False, operation_mix: tuple[float, float, float] = OPERATION_MIX,
                           full_load: bool = True, logical_types: bool = False, all_text: bool = False,
-                          stray_mask_bits: float = 0.0) -> LandingZone:
+                          stray_mask_bits: float = 0.0, progress: Callable[[str], None] | None = None) -> LandingZone:
     """Write a Replicate landing zone under ``out_dir`` and return what it contains.
 
     ``messages`` DT messages are split evenly among ``tables`` (default :func:`default_tables`);
@@ -1390,6 +1399,7 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
 
     ``stray_mask_bits`` is the share of CDC UPDATEs whose ``changeMask`` also sets the bit past
     the table's last column, as real Replicate output does on Oracle sources (see :func:`mask_bytes`).
+    ``progress``, when given, receives a line after each tenth of the data messages.
     """
     _check_choice("framing", framing, FRAMINGS)
     _check_choice("value_schema", value_schema, VALUE_SCHEMAS)
@@ -1413,7 +1423,7 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     settings = _Settings(framing, codec, sync_interval, value_schema, seed)
     task = _Task(root, tables, messages, settings, files_per_topic, before_images, headers_version,
                  embed_data_schema, md_in_data_topics, keep_messages, operation_mix,
-                 REFRESH_SHARE if full_load else 0.0, encoding, stray_mask_bits)
+                 REFRESH_SHARE if full_load else 0.0, encoding, stray_mask_bits, progress)
     files = task.run()
     zone = LandingZone(root, root / SCHEMA_TOPIC, {t.topic: root / t.topic for t in tables}, tables,
                        task.messages, task.metadata, files, task.counts)

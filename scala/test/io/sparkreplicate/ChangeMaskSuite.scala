@@ -11,7 +11,7 @@ class ChangeMaskSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   private def ordinals(hexMask: String, columns: Int): Seq[Int] = ChangeMask.ordinals(unhex(hexMask), columns).toSeq
 
-  test("DESIGN examples: 008080 over 16 columns is 8 and 16; 05 is 1 and 3; 0B is 1, 2 and 4") {
+  test("big-endian masks: 008080 over 16 columns is 8 and 16; 05 is 1 and 3; 0B is 1, 2 and 4") {
     assert(ordinals("008080", 16) == Seq(8, 16))
     assert(ordinals("05", 3) == Seq(1, 3))
     assert(ordinals("0B", 4) == Seq(1, 2, 4))

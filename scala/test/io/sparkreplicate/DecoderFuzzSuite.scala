@@ -151,7 +151,6 @@ class DecoderFuzzSuite extends AnyFunSuite {
     // The mutations reached deep enough to matter: rows, and failures of several kinds.
     assert(outcomes.getOrElse("Row", 0) > 0)
     assert(outcomes.keySet.count(_.startsWith("REPLICATE_")) >= 5, outcomes)
-    assert(seconds < 60, "the fuzz run is meant to take seconds")
   }
 
   test("after any amount of garbage the same decoder still decodes valid messages correctly") {
@@ -172,7 +171,6 @@ class DecoderFuzzSuite extends AnyFunSuite {
     val payload = dataPayload(salaries63Schema, salary(1, 1), null,
       cdcHeaders("UPDATE", changeMask = unhex("01"), columnMask = unhex("0F")))
     val decoder = new ChangeRowDecoder(readSpec(reg, salaries.name))
-    val started = System.nanoTime()
     for (i <- payload.indices; h <- hostile) {
       val forged = payload.take(i) ++ h ++ payload.drop(i + 1)
       val bytes = envelope("DT", forged, SampleSchemaId)
@@ -181,7 +179,6 @@ class DecoderFuzzSuite extends AnyFunSuite {
         case e: Throwable => fail(s"hostile ${hex(h)} at payload byte $i: $e", e)
       }
     }
-    assert((System.nanoTime() - started) / 1e9 < 30)
   }
 }
 

@@ -7,8 +7,9 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.sparkreplicate.{ErrorId, MalformedMessageException, ParseMode, ReplicateException}
+import io.sparkreplicate.{ErrorId, MalformedMessageException, ParseMode, ReplicateException, ReplicateOptions}
 import io.sparkreplicate.files.{FileSplit, MessageSource}
+import ChangeRowReader.{ignored, isFileProblem}
 
 /** What one reader saw; every landed message lands in exactly one of the outcome counters. */
 final class ReadCounters {
@@ -97,12 +98,6 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
     true
   }
 
-  private def isFileProblem(e: Exception): Boolean = e match {
-    case r: ReplicateException => r.errorId == ErrorId.CorruptFile || r.errorId == ErrorId.UnknownFraming
-    case _: IOException => true
-    case _ => false
-  }
-
   /**
    * A file gone since planning, or one that cannot be read as landed messages: with
    * `ignoreMissingFiles` / `ignoreCorruptFiles` it is skipped and counted (messages already
@@ -111,7 +106,7 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
   private def skipOrFail(e: Exception): Boolean = {
     val missing = e.isInstanceOf[FileNotFoundException]
     if (source != null) { source.close(); source = null }
-    if ((missing && spec.options.ignoreMissingFiles) || (!missing && spec.options.ignoreCorruptFiles)) {
+    if (ignored(e, spec.options)) {
       counters.skippedFiles += split.path
       false
     } else if (missing) {
@@ -160,4 +155,17 @@ final class ChangeRowReader(splits: Seq[FileSplit], conf: Configuration, spec: R
   }
 
   override def close(): Unit = if (source != null) { source.close(); source = null }
+}
+
+object ChangeRowReader {
+  /** A file that cannot be read as landed messages, or one that is gone. */
+  def isFileProblem(e: Exception): Boolean = e match {
+    case r: ReplicateException => r.errorId == ErrorId.CorruptFile || r.errorId == ErrorId.UnknownFraming
+    case _: IOException => true
+    case _ => false
+  }
+
+  /** True when `ignoreMissingFiles` / `ignoreCorruptFiles` skip the file of this problem. */
+  def ignored(e: Exception, options: ReplicateOptions): Boolean =
+    if (e.isInstanceOf[FileNotFoundException]) options.ignoreMissingFiles else options.ignoreCorruptFiles
 }
