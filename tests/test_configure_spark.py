@@ -7,7 +7,9 @@ the other tests is not disturbed.
 from __future__ import annotations
 
 import re
+import shutil
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -50,6 +52,7 @@ def test_configure_spark_keeps_jars_already_configured():
     assert values["JARS"].split(",") == ["/opt/other.jar", values["BUNDLED"]]
 
 
+@pytest.mark.smoke
 def test_configure_spark_fails_clearly_when_a_jvm_without_the_jar_runs():
     result = run_python(PLAIN_SESSION + """
     try:
@@ -132,3 +135,20 @@ def test_every_supported_minor_is_tested_by_make():
     others = re.search(r"^OTHER_PYSPARKS := (.*)$", makefile, re.M).group(1).split()
     minors = [".".join(version.split(".")[:2]) for version in [compiled, *others]]
     assert minors == list(SUPPORTED_SPARK_MINORS)
+
+
+def test_a_package_without_its_jar_says_how_to_build_one_with_it(tmp_path):
+    """What `pip install ./python` without a built jar gives: the package, but no jar in it."""
+    shutil.copytree(Path(spark_replicate.__file__).parent, tmp_path / "spark_replicate",
+                    ignore=shutil.ignore_patterns("*.jar"))
+    result = run_python("""
+        import spark_replicate
+        from pyspark.sql import SparkSession
+        try:
+            spark_replicate.configure_spark(SparkSession.builder)
+        except spark_replicate.ReplicateSetupError as error:
+            print("SETUP-ERROR: " + str(error))
+    """, env={"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "SETUP-ERROR: " in result.stdout, result.stdout
+    assert "missing" in result.stdout and "`make wheel`" in result.stdout
