@@ -101,18 +101,7 @@ def test_every_supported_minor_is_accepted(version):
 @pytest.mark.smoke
 @pytest.mark.parametrize("version", ["3.5.6", "4.4.0", "5.0.0"])
 def test_configure_spark_refuses_a_pyspark_outside_the_supported_minors(version):
-    result = run_python(f"""
-        import pyspark, spark_replicate
-        from pyspark.sql import SparkSession
-        pyspark.__version__ = {version!r}
-        try:
-            spark_replicate.configure_spark(SparkSession.builder)
-        except spark_replicate.ReplicateSetupError as error:
-            print("SETUP-ERROR: " + str(error))
-    """)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "SETUP-ERROR: " in result.stdout, result.stdout
-    message = result.stdout.split("SETUP-ERROR: ", 1)[1]
+    message = configure_spark_error(f"import pyspark; pyspark.__version__ = {version!r}")
     assert f"pyspark {version} is installed" in message
     assert "Spark 4.0 to 4.3" in message and "pip install 'pyspark>=4.0,<4.4'" in message
 
@@ -141,14 +130,21 @@ def test_a_package_without_its_jar_says_how_to_build_one_with_it(tmp_path):
     """What `pip install ./python` without a built jar gives: the package, but no jar in it."""
     shutil.copytree(Path(spark_replicate.__file__).parent, tmp_path / "spark_replicate",
                     ignore=shutil.ignore_patterns("*.jar"))
-    result = run_python("""
-        import spark_replicate
-        from pyspark.sql import SparkSession
-        try:
-            spark_replicate.configure_spark(SparkSession.builder)
-        except spark_replicate.ReplicateSetupError as error:
-            print("SETUP-ERROR: " + str(error))
-    """, env={"PYTHONPATH": str(tmp_path)})
+    message = configure_spark_error(env={"PYTHONPATH": str(tmp_path)})
+    assert "missing" in message and "`make wheel`" in message
+
+
+def configure_spark_error(prelude: str = "", env: dict | None = None) -> str:
+    """The ReplicateSetupError message of configure_spark on a plain builder, in a fresh interpreter
+    that runs ``prelude`` first."""
+    result = run_python(prelude + """
+import spark_replicate
+from pyspark.sql import SparkSession
+try:
+    spark_replicate.configure_spark(SparkSession.builder)
+except spark_replicate.ReplicateSetupError as error:
+    print("SETUP-ERROR: " + str(error))
+""", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "SETUP-ERROR: " in result.stdout, result.stdout
-    assert "missing" in result.stdout and "`make wheel`" in result.stdout
+    return result.stdout.split("SETUP-ERROR: ", 1)[1]
