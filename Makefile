@@ -8,8 +8,16 @@ PY := $(VENV)/bin/python
 JAR := target/spark-replicate.jar
 PACKAGED_JAR := python/src/spark_replicate/jars/spark-replicate.jar
 SCALA_INPUTS := build.sbt $(shell find project scala -type f -not -path '*/target/*' 2>/dev/null)
+PYTHON_INPUTS := $(shell find python -type f -not -path 'python/build/*' -not -path '*.egg-info/*' \
+  -not -path '*/__pycache__/*' -not -name '*.jar' 2>/dev/null)
+# The Spark the jar is compiled against (build.sbt's default) is the one `make test` runs on.
+SPARK_VERSION := $(shell sed -n 's/^val sparkVersion = .*"\([0-9.]*\)".*/\1/p' build.sbt)
+PACKAGE_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' python/pyproject.toml)
+WHEEL := dist/spark_replicate-$(PACKAGE_VERSION)-py3-none-any.whl
+# The newest pyspark of every other supported minor: `make smoke-all` runs the smoke tests on each.
+OTHER_PYSPARKS := 4.1.4 4.2.1 4.3.0
 
-.PHONY: demo test jar install scala-test python-test clean bench
+.PHONY: demo test jar wheel install scala-test python-test smoke smoke-all clean bench
 
 demo: install
 	$(VENV)/bin/spark-replicate demo
@@ -27,19 +35,47 @@ jar: $(JAR)
 $(JAR): $(SCALA_INPUTS)
 	bin/sbt package
 
+# The package as users install it: the wheel, with the jar just built inside.
+wheel: $(WHEEL)
+
+$(WHEEL): $(JAR) $(PYTHON_INPUTS) | $(VENV)/bin/python
+	cp $(JAR) $(PACKAGED_JAR)
+	rm -rf python/build
+	$(PY) -m pip wheel -q --no-deps -w dist ./python
+
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "pyspark==$(SPARK_VERSION)"
 
-# The jar must be inside the package before pip builds it; reinstalled every time so that the
-# installed package always carries the jar just built.
-install: $(JAR) $(VENV)/bin/python
-	cp $(JAR) $(PACKAGED_JAR)
-	$(PY) -m pip install -q "./python[test]"
-	$(PY) -m pip install -q --no-deps --force-reinstall ./python
+# Reinstalled every time, so that the installed package always carries the jar just built.
+install: $(WHEEL) $(VENV)/bin/python
+	$(PY) -m pip install -q "$(WHEEL)[test]"
+	$(PY) -m pip install -q --no-deps --force-reinstall $(WHEEL)
+
+# `make smoke PYSPARK=4.2.1`: the tests marked `smoke` on that pyspark, in a virtual environment of
+# its own (.venv-pyspark-4.2.1) that has that pyspark before the wheel comes, as a user's has.
+SMOKE_PY = .venv-pyspark-$(PYSPARK)/bin/python
+
+smoke: $(WHEEL)
+	@test -n "$(PYSPARK)" || { echo "name the pyspark to run on: make smoke PYSPARK=4.2.1" >&2; exit 2; }
+	$(MAKE) .venv-pyspark-$(PYSPARK)/installed
+	$(SMOKE_PY) -m pip install -q "$(WHEEL)[test]"
+	$(SMOKE_PY) -m pip install -q --no-deps --force-reinstall $(WHEEL)
+	$(SMOKE_PY) -c 'import pyspark; print("smoke tests on pyspark", pyspark.__version__)'
+	$(SMOKE_PY) -m pytest -q -m smoke tests
+
+smoke-all:
+	for version in $(OTHER_PYSPARKS); do $(MAKE) smoke PYSPARK=$$version || exit 1; done
+
+.venv-pyspark-%/installed:
+	rm -rf .venv-pyspark-$*
+	$(PYTHON) -m venv .venv-pyspark-$*
+	.venv-pyspark-$*/bin/python -m pip install -q "pyspark==$*"
+	touch $@
 
 clean:
-	rm -rf target project/target $(VENV) $(PACKAGED_JAR) python/build
+	rm -rf target project/target $(VENV) .venv-pyspark-* dist $(PACKAGED_JAR) python/build
 
 # `make bench` measures the connector against spark-avro's from_avro, fastavro (mapInArrow and a
 # Python Data Source) and the floor on generated landing zones (cached in benchmarks/data/), then
@@ -52,7 +88,6 @@ BENCH_ARGS ?=
 BENCH_JARS := benchmarks/data/jars
 ASYNC_PROFILER_VERSION := 4.2
 ASYNC_PROFILER_JAR := $(BENCH_JARS)/async-profiler-$(ASYNC_PROFILER_VERSION).jar
-SPARK_VERSION := $(shell sed -n 's/^val sparkVersion = "\(.*\)"/\1/p' build.sbt)
 
 bench: install $(BENCH_JARS)/spark-avro.version $(ASYNC_PROFILER_JAR)
 	$(PY) -m pip install -q "spark-replicate[bench]"

@@ -44,6 +44,12 @@ BEFORE_IMAGE = "header__before_image"
 SOURCE = "header__source"
 SOURCE_FIELDS = ["file", "position", "index", "topic", "partition", "offset", "timestamp", "key"]
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "smoke: the subset `make smoke` runs on every other supported pyspark "
+                                       "(flat, generic, metadata view, modes, pushdown, set-up)")
+    config.addinivalue_line("markers", "slow: takes a minute or more (`pytest -m 'not slow'` leaves these out)")
+
+
 # --------------------------------------------------------------------------------------------
 # Landing zones: one spec per zone, generated on first use and shared by the whole session.
 # --------------------------------------------------------------------------------------------

@@ -115,6 +115,7 @@ def assert_outcome(spark, case: dict, mode: str, table: str, expected: dict) -> 
 # -- the cases ------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", cases_with("expected"))
 def test_each_bad_input_reads_as_its_case_says(spark, case, mode):

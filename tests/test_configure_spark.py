@@ -6,10 +6,18 @@ the other tests is not disturbed.
 
 from __future__ import annotations
 
+import re
+import shutil
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
 from pyspark.sql import SparkSession
 
 import spark_replicate
-from conftest import run_python
+from conftest import TESTS_DIR, run_python
+from spark_replicate._jar import SUPPORTED_SPARK_MINORS, check_spark_version
 
 PLAIN_SESSION = """
     import spark_replicate
@@ -21,6 +29,7 @@ PLAIN_SESSION = """
 """
 
 
+@pytest.mark.smoke
 def test_the_session_fixture_carries_the_bundled_jar(spark):
     assert str(spark_replicate.jar_path()) in spark.conf.get("spark.jars").split(",")
 
@@ -43,6 +52,7 @@ def test_configure_spark_keeps_jars_already_configured():
     assert values["JARS"].split(",") == ["/opt/other.jar", values["BUNDLED"]]
 
 
+@pytest.mark.smoke
 def test_configure_spark_fails_clearly_when_a_jvm_without_the_jar_runs():
     result = run_python(PLAIN_SESSION + """
     try:
@@ -80,3 +90,61 @@ def test_configure_spark_after_stopping_a_session_without_the_jar_fails_or_works
     assert "DATA_SOURCE_NOT_FOUND" not in result.stdout, (
         "configure_spark returned a builder, but its session cannot find the format: " + result.stdout)
     assert "SETUP-ERROR: " in result.stdout or "REPLICATE_PATH_NOT_FOUND" in result.stdout, result.stdout
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("version", ["4.0.0", "4.0.5", "4.1.0", "4.1.4", "4.2.1", "4.3.0", "4.3.0.dev1"])
+def test_every_supported_minor_is_accepted(version):
+    check_spark_version(version, spark_replicate.jar_path())
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("version", ["3.5.6", "4.4.0", "5.0.0"])
+def test_configure_spark_refuses_a_pyspark_outside_the_supported_minors(version):
+    message = configure_spark_error(f"import pyspark; pyspark.__version__ = {version!r}")
+    assert f"pyspark {version} is installed" in message
+    assert "Spark 4.0 to 4.3" in message and "pip install 'pyspark>=4.0,<4.4'" in message
+
+
+def test_the_package_requires_exactly_the_supported_minors():
+    """pip and configure_spark must agree: a pyspark pip accepts is one configure_spark accepts."""
+    pyspark = next(Requirement(text) for text in metadata.requires("spark-replicate")
+                   if Requirement(text).name == "pyspark")
+    last = int(SUPPORTED_SPARK_MINORS[-1].split(".")[1])
+    accepted = [f"4.{minor}" for minor in range(0, last + 3) if pyspark.specifier.contains(f"4.{minor}.0")]
+    assert accepted == list(SUPPORTED_SPARK_MINORS)
+    assert not pyspark.specifier.contains("3.5.9")
+
+
+def test_every_supported_minor_is_tested_by_make():
+    """`make test` runs on the Spark the jar is compiled against and `make smoke-all` on the others."""
+    makefile = (TESTS_DIR.parent / "Makefile").read_text()
+    build = (TESTS_DIR.parent / "build.sbt").read_text()
+    compiled = re.search(r'^val sparkVersion = .*"([0-9.]+)"', build, re.M).group(1)
+    others = re.search(r"^OTHER_PYSPARKS := (.*)$", makefile, re.M).group(1).split()
+    minors = [".".join(version.split(".")[:2]) for version in [compiled, *others]]
+    assert minors == list(SUPPORTED_SPARK_MINORS)
+
+
+def test_a_package_without_its_jar_says_how_to_build_one_with_it(tmp_path):
+    """What `pip install ./python` without a built jar gives: the package, but no jar in it."""
+    shutil.copytree(Path(spark_replicate.__file__).parent, tmp_path / "spark_replicate",
+                    ignore=shutil.ignore_patterns("*.jar"))
+    message = configure_spark_error(env={"PYTHONPATH": str(tmp_path)})
+    assert "missing" in message and "`make wheel`" in message
+
+
+def configure_spark_error(prelude: str = "", env: dict | None = None) -> str:
+    """The ReplicateSetupError message of configure_spark on a plain builder, in a fresh interpreter
+    that runs ``prelude`` first."""
+    result = run_python(prelude + """
+import spark_replicate
+from pyspark.sql import SparkSession
+try:
+    spark_replicate.configure_spark(SparkSession.builder)
+except spark_replicate.ReplicateSetupError as error:
+    print("SETUP-ERROR: " + str(error))
+""", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "SETUP-ERROR: " in result.stdout, result.stdout
+    return result.stdout.split("SETUP-ERROR: ", 1)[1]

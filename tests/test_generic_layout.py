@@ -69,6 +69,7 @@ def test_without_table_several_tables_read_in_the_generic_layout(spark, zone):
     assert types[SCHEMA_NAME] == types[TABLE_NAME] == "string"
 
 
+@pytest.mark.smoke
 def test_every_tables_generic_rows_equal_its_flat_rows(spark, zone):
     generic = read(spark, zone)
     for table in sorted({m.table for m in zone.messages}):
@@ -87,6 +88,7 @@ def test_counts_per_table_and_operation_match_the_generator(spark, zone):
     assert metrics["filteredOut"] == 0 and metrics["rowsReturned"] == len(zone.messages)
 
 
+@pytest.mark.smoke
 def test_variants_keep_the_types_of_the_rows_own_version(spark, zone):
     """INV.ITEMS version 1 rows have no COLOR or RATING; version 3 rows have both."""
     items = read(spark, zone).where(F.col(TABLE_NAME) == "ITEMS")

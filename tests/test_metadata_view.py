@@ -50,6 +50,7 @@ def view(spark, path, **options):
     return reader.load(str(path))
 
 
+@pytest.mark.smoke
 def test_every_metadata_message_of_the_schema_topic_is_a_row(spark, zone):
     df = view(spark, zone.schema_topic)
     assert df.columns == VIEW_COLUMNS
@@ -134,6 +135,7 @@ def test_dropmalformed_drops_and_counts_malformed_metadata_messages(spark, damag
         "malformed_REPLICATE_BAD_PAYLOAD": 1, "malformed_REPLICATE_TRUNCATED": 1}
 
 
+@pytest.mark.smoke
 def test_permissive_keeps_malformed_metadata_messages_as_corrupt_rows(spark, damaged):
     path, good, frames = damaged
     df = view(spark, path, mode="PERMISSIVE")

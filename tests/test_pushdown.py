@@ -65,6 +65,7 @@ def pushed_filters(description: str) -> str:
     return re.search(r"pushedFilters=\[(.*?)\], files=", description).group(1)
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("condition,whole", FILTERS, ids=[f for f, _ in FILTERS])
 def test_a_pushed_filter_returns_what_spark_alone_returns(spark, evolving, condition, whole):
     df = read_table(spark, evolving, ITEMS)
@@ -193,6 +194,7 @@ PERMISSIVE_FILTERS = [
 ]
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("condition,pushed", PERMISSIVE_FILTERS, ids=[f for f, _ in PERMISSIVE_FILTERS])
 def test_under_permissive_corrupt_records_stay_exactly_as_unpushed(spark, evolving, damaged, capsys,
                                                                       condition, pushed):

@@ -15,6 +15,7 @@ def test_the_hr_topic_really_holds_two_tables(avro_zone):
     assert {m.table for m in avro_zone.messages if m.topic == "hr"} == {"HR.EMPLOYEES", "HR.DEPARTMENTS"}
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("table", ["HR.EMPLOYEES", "HR.DEPARTMENTS"])
 def test_table_option_returns_only_that_tables_rows_from_a_shared_topic(spark, avro_zone, table):
     df = read_table(spark, avro_zone, table)

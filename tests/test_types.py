@@ -109,6 +109,7 @@ def test_every_source_type_has_its_spark_type_in_every_encoding(spark, zones, en
     assert schema["N_NEG_WIDE"].dataType == StringType() and schema["U8"].dataType == DecimalType(20, 0)
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_every_value_reads_back_typed(spark, zones, encoding):
     zone = zones[encoding]

@@ -8,7 +8,7 @@ from typing import Iterable, Union
 import pyspark
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_replicate._jar import ReplicateSetupError, compiled_spark_version, jar_path
+from spark_replicate._jar import ReplicateSetupError, check_spark_version, jar_path
 
 Paths = Union[str, Iterable[str]]
 
@@ -19,13 +19,8 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     Call it before the first ``getOrCreate()``: a JVM cannot take the jar once it runs, so a
     running SparkContext without it is an error rather than a silent no-op.
     """
+    check_spark_version(pyspark.__version__, jar_path())
     jar = str(jar_path())
-    compiled = compiled_spark_version(jar_path())
-    if compiled != pyspark.__version__:
-        raise ReplicateSetupError(
-            f"the spark-replicate jar is built for Spark {compiled} but pyspark "
-            f"{pyspark.__version__} is installed; install pyspark=={compiled}"
-        )
     active = pyspark.SparkContext._active_spark_context
     if active is not None:
         jars = active.getConf().get("spark.jars", "")

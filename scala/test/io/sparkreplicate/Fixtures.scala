@@ -104,7 +104,7 @@ object Fixtures {
   /** Plain JSON (as in the JSON-format samples) to the Scala values [[datum]] takes. */
   def jsonValue(node: JsonNode): Any =
     if (node == null || node.isNull) null
-    else if (node.isObject) node.fields().asScala.map(e => e.getKey -> jsonValue(e.getValue)).toMap
+    else if (node.isObject) node.properties().asScala.map(e => e.getKey -> jsonValue(e.getValue)).toMap
     else if (node.isBoolean) node.booleanValue
     else if (node.isIntegralNumber) node.longValue
     else if (node.isNumber) node.doubleValue
