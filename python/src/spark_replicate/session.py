@@ -61,16 +61,17 @@ def _connector_loadable(jvm) -> bool:
 
 
 def last_read_metrics(spark: SparkSession) -> dict[str, int]:
-    """Counts of the last replicate scan this driver executed, exact once its action returned.
+    """Counts of the last replicate scan this session executed, exact once its action returned;
+    empty before the first read.
 
     Keys: ``messagesRead``, ``rowsReturned``, ``metadataMessages``, ``filteredOut`` (messages of
     other tables), ``malformed``, ``dropped``, ``filesSkipped``, ``maskBitsIgnored`` (rows whose
     masks set bits past the table's last column) and ``malformed_<REASON>`` per ``REPLICATE_*``
     reason. Invariant: messagesRead = rowsReturned + metadataMessages + filteredOut + dropped.
+    Read through the ``replicate-metrics`` source, so it works on a Spark Connect session too.
     """
-    import json
-
-    return json.loads(spark._jvm.io.sparkreplicate.v2.ReplicateReadMetrics.lastReadJson())
+    rows = spark.read.format("replicate-metrics").load().collect()
+    return rows[0].asDict() if rows else {}
 
 
 def _option_name(name: str) -> str:

@@ -39,12 +39,9 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
 
   override def createReaderFactory(): PartitionReaderFactory = {
     val sc = spark.sparkContext
-    val counters = new ReadCountersAccumulator
-    sc.register(counters, s"replicate ${plan.subject}")
-    ReplicateReadMetrics.track(counters)
-    new ReplicatePartitionReaderFactory(counters,
-      sc.broadcast(plan.rowSpec(required, filter)),
-      sc.broadcast(new SerializableConfiguration(conf)))
+    val counters = ScanCounters(sc)
+    ReplicateReadMetrics.track(spark, counters)
+    new ReplicatePartitionReaderFactory(counters, plan.rowSpec(required, filter), new SerializableConfiguration(conf))
   }
 
   override def supportedCustomMetrics(): Array[CustomMetric] = ReplicateMetrics.all
