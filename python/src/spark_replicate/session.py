@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Iterable, Union
 
@@ -17,8 +18,10 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Adds the bundled connector jar to ``builder`` and returns it.
 
     Call it before the first ``getOrCreate()``: a JVM cannot take the jar once it runs, so a
-    running SparkContext without it is an error rather than a silent no-op.
+    running SparkContext without it is an error rather than a silent no-op. A builder for a Spark
+    Connect server is refused: the jar belongs on the server.
     """
+    _refuse_remote(builder)
     jar = str(jar_path())
     compiled = compiled_spark_version(jar_path())
     if compiled != pyspark.__version__:
@@ -46,6 +49,24 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
         )
     existing = getattr(builder, "_options", {}).get("spark.jars")
     return builder.config("spark.jars", f"{existing},{jar}" if existing else jar)
+
+
+def _refuse_remote(builder: SparkSession.Builder) -> None:
+    """A Spark Connect client cannot put a jar on the server's class path: say where it goes.
+    ``remote("local...")`` is let through, as pyspark then starts its own server with the
+    builder's ``spark.jars``."""
+    from pyspark.sql.utils import is_remote_only
+
+    remote = getattr(builder, "_options", {}).get("spark.remote", os.environ.get("SPARK_REMOTE"))
+    if not is_remote_only() and (remote is None or remote.startswith("local")):
+        return
+    raise ReplicateSetupError(
+        f"configure_spark cannot add the spark-replicate jar to a Spark Connect server "
+        f"({remote or 'pyspark-connect client'}): the jar belongs on the server. Start the server with "
+        f"--jars {jar_path()} (or set spark.jars to it; spark_replicate.jar_path() is its path), or "
+        "upload it from this client with spark.addArtifacts(spark_replicate.jar_path()), then use "
+        'spark.read.format("replicate") and the spark_replicate helpers as usual'
+    )
 
 
 def _connector_loadable(jvm) -> bool:
