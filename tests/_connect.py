@@ -38,7 +38,7 @@ def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] =
     args = ["--class", SERVER_CLASS, "--master", master, *(["--jars", ",".join(jars)] if jars else [])]
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]
-    server = Daemon("connect-server", "org.apache.spark.deploy.SparkSubmit", [*args, "spark-internal"], workdir, env)
+    server = Daemon("connect-server", "org.apache.spark.deploy.SparkSubmit", args, workdir, env)
     try:
         wait_for(lambda: _listening(port), "the Spark Connect server", [server])
         yield f"sc://127.0.0.1:{port}"

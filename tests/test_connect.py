@@ -9,8 +9,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 import spark_replicate
+from _cluster import standalone_cluster
 from _connect import connect_server, connect_session
-from conftest import assert_accounted, assert_same_rows, collect_plain, expected_rows, table_def
+from conftest import assert_accounted, assert_same_rows, collect_plain, expected_rows, run_python, table_def
 from spark_replicate.generate import generate_landing_zone
 
 TABLE = "HR.EMPLOYEES"
@@ -45,9 +46,19 @@ def test_configure_spark_refuses_a_connect_server_given_by_spark_remote(monkeypa
         spark_replicate.configure_spark(SparkSession.builder)
 
 
-def test_configure_spark_puts_the_jar_on_the_local_server_pyspark_starts_for_remote_local():
-    builder = spark_replicate.configure_spark(SparkSession.builder.remote("local[1]"))
-    assert builder._options["spark.jars"] == str(spark_replicate.jar_path())
+@pytest.mark.connect
+def test_configure_spark_puts_the_jar_on_the_local_server_pyspark_starts_for_remote_local(avro_zone):
+    result = run_python(f"""
+        import spark_replicate
+        from pyspark.sql import SparkSession
+        spark = spark_replicate.configure_spark(SparkSession.builder.remote("local[1]")).getOrCreate()
+        rows = spark_replicate.read(spark, {str(avro_zone.topics["hr"])!r}, schema_topic={str(avro_zone.schema_topic)!r},
+                                    table={TABLE!r}).count()
+        print(f"ROWS={{rows}} CONNECT={{type(spark).__module__}}")
+        spark.stop()
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"ROWS={len(avro_zone.messages_for(TABLE))} CONNECT=pyspark.sql.connect.session" in result.stdout
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,3 +142,17 @@ def test_a_jar_added_with_add_artifacts_collects_metadata_with_a_job(uploaded, t
     assert_same_rows(collect_plain(df), expected_rows(zone, TABLE))
     metrics = spark_replicate.last_read_metrics(uploaded)
     assert metrics["dropped"] == metrics["malformed_REPLICATE_BAD_FRAME"] == 1, metrics
+
+
+@pytest.mark.connect
+def test_a_jar_added_with_add_artifacts_reads_on_a_standalone_cluster(avro_zone, tmp_path):
+    """Executors in their own JVMs fetch the session's jar from the server's driver."""
+    with standalone_cluster(tmp_path / "cluster", cores=2) as cluster, \
+            connect_server(tmp_path / "server", master=cluster.master_url) as url:
+        session = connect_session(url)
+        try:
+            session.addArtifacts(str(spark_replicate.jar_path()))
+            assert_same_rows(collect_plain(read_employees(session, avro_zone)), expected_rows(avro_zone, TABLE))
+            assert spark_replicate.last_read_metrics(session)["rowsReturned"] == len(avro_zone.messages_for(TABLE))
+        finally:
+            session.stop()
