@@ -55,7 +55,7 @@ def _refuse_remote(builder: SparkSession.Builder) -> None:
     """A Spark Connect client cannot put a jar on the server's class path: say where it goes.
     ``remote("local...")`` is let through, as pyspark then starts its own server with the
     builder's ``spark.jars``."""
-    from pyspark.sql.utils import is_remote_only
+    from pyspark.util import is_remote_only
 
     remote = getattr(builder, "_options", {}).get("spark.remote", os.environ.get("SPARK_REMOTE"))
     if not is_remote_only() and (remote is None or remote.startswith("local")):
