@@ -5,6 +5,8 @@ without it, to which the client uploads the jar with ``addArtifacts``.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyspark.sql import SparkSession
 
@@ -95,6 +97,25 @@ def test_last_read_metrics_over_connect_counts_the_sessions_own_last_read(remote
         assert spark_replicate.last_read_metrics(other) == {}  # another user of the same server
     finally:
         other.stop()
+
+
+@pytest.mark.connect
+def test_inspect_over_connect_reports_what_it_reports_on_a_classic_session(connect_url, spark, avro_zone):
+    """In a client process of its own, as a user's: pyspark's functions build Connect columns only
+    in a process whose session is remote, and this one's is classic."""
+    paths, schema_topic = [str(p) for p in avro_zone.topics.values()], str(avro_zone.schema_topic)
+    result = run_python(f"""
+        import json
+        import spark_replicate
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.remote({connect_url!r}).getOrCreate()
+        report = spark_replicate.inspect(spark, {paths!r}, schema_topic={schema_topic!r})
+        print("REPORT=" + json.dumps(report, default=str))
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    remote_report = json.loads(result.stdout.split("REPORT=", 1)[1])
+    classic = spark_replicate.inspect(spark, paths, schema_topic=schema_topic)
+    assert remote_report == json.loads(json.dumps(classic, default=str))
 
 
 # --------------------------------------------------------------------------------------------
