@@ -118,9 +118,11 @@ def session_builder(master: str) -> SparkSession.Builder:
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = session_builder("local[2]").getOrCreate()
+    # The catalog's warehouse (SQL tests create tables) goes to a temporary folder, not the cwd.
+    session = (session_builder("local[2]")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse"))).getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
