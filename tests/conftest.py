@@ -124,10 +124,35 @@ def session_builder(master: str) -> SparkSession.Builder:
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = session_builder("local[2]").getOrCreate()
+    # The catalog's warehouse (SQL tests create tables) goes to a temporary folder, not the cwd.
+    session = (session_builder("local[2]")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse"))).getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "connect: runs against a Spark Connect server (a JVM started for the "
+                            "run); `-m 'not connect'` leaves them out")
+
+
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory):
+    """The ``sc://`` URL of a Spark Connect server started once for the run, with the connector
+    on its class path (``--jars``) as the README says; stopped at the end of the run."""
+    from _connect import connect_server
+    with connect_server(tmp_path_factory.mktemp("connect-server"), jars=[str(spark_replicate.jar_path())]) as url:
+        yield url
+
+
+@pytest.fixture
+def remote(connect_url):
+    """A client session of the run's Spark Connect server, closed after the test."""
+    from _connect import connect_session
+    session = connect_session(connect_url)
     yield session
     session.stop()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Iterable, Union
 
@@ -17,8 +18,10 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Adds the bundled connector jar to ``builder`` and returns it.
 
     Call it before the first ``getOrCreate()``: a JVM cannot take the jar once it runs, so a
-    running SparkContext without it is an error rather than a silent no-op.
+    running SparkContext without it is an error rather than a silent no-op. A builder for a Spark
+    Connect server is refused: the jar belongs on the server.
     """
+    _refuse_remote(builder)
     check_spark_version(pyspark.__version__, jar_path())
     jar = str(jar_path())
     active = pyspark.SparkContext._active_spark_context
@@ -43,6 +46,24 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
     return builder.config("spark.jars", f"{existing},{jar}" if existing else jar)
 
 
+def _refuse_remote(builder: SparkSession.Builder) -> None:
+    """A Spark Connect client cannot put a jar on the server's class path: say where it goes.
+    ``remote("local...")`` is let through, as pyspark then starts its own server with the
+    builder's ``spark.jars``."""
+    from pyspark.util import is_remote_only
+
+    remote = getattr(builder, "_options", {}).get("spark.remote", os.environ.get("SPARK_REMOTE"))
+    if not is_remote_only() and (remote is None or remote.startswith("local")):
+        return
+    raise ReplicateSetupError(
+        f"configure_spark cannot add the spark-replicate jar to a Spark Connect server "
+        f"({remote or 'pyspark-connect client'}): the jar belongs on the server. Start the server with "
+        f"--jars {jar_path()} (or set spark.jars to it; spark_replicate.jar_path() is its path), or "
+        "upload it from this client with spark.addArtifacts(spark_replicate.jar_path()), then use "
+        'spark.read.format("replicate") and the spark_replicate helpers as usual'
+    )
+
+
 def _connector_loadable(jvm) -> bool:
     from py4j.protocol import Py4JJavaError
 
@@ -56,16 +77,17 @@ def _connector_loadable(jvm) -> bool:
 
 
 def last_read_metrics(spark: SparkSession) -> dict[str, int]:
-    """Counts of the last replicate scan this driver executed, exact once its action returned.
+    """Counts of the last replicate scan this session executed, exact once its action returned;
+    empty before the first read.
 
     Keys: ``messagesRead``, ``rowsReturned``, ``metadataMessages``, ``filteredOut`` (messages of
     other tables), ``malformed``, ``dropped``, ``filesSkipped``, ``maskBitsIgnored`` (rows whose
     masks set bits past the table's last column) and ``malformed_<REASON>`` per ``REPLICATE_*``
     reason. Invariant: messagesRead = rowsReturned + metadataMessages + filteredOut + dropped.
+    Read through the ``replicate-metrics`` source, so it works on a Spark Connect session too.
     """
-    import json
-
-    return json.loads(spark._jvm.io.sparkreplicate.v2.ReplicateReadMetrics.lastReadJson())
+    rows = spark.read.format("replicate-metrics").load().collect()
+    return rows[0].asDict() if rows else {}
 
 
 def _option_name(name: str) -> str:

@@ -9,7 +9,7 @@ import io.sparkreplicate.catalyst.{ChangeRowReader, RowSpec}
 import io.sparkreplicate.files.FileSplit
 
 final class ReplicatePartitionReader(splits: Seq[FileSplit], conf: Configuration, spec: RowSpec,
-    totals: ReadCountersAccumulator) extends PartitionReader[InternalRow] {
+    totals: ScanCounters) extends PartitionReader[InternalRow] {
 
   private val reader = new ChangeRowReader(splits, conf, spec)
 

@@ -1,18 +1,22 @@
 package io.sparkreplicate.v2
 
-import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
 import io.sparkreplicate.catalyst.RowSpec
 import io.sparkreplicate.files.SerializableConfiguration
 
-final class ReplicatePartitionReaderFactory(
-    counters: ReadCountersAccumulator,
-    spec: Broadcast[RowSpec],
-    conf: Broadcast[SerializableConfiguration]) extends PartitionReaderFactory {
+/**
+ * Carries the row spec and the Hadoop configuration itself rather than broadcasting them: a
+ * broadcast value is deserialized by a class loader that cannot see a jar added to a Spark
+ * Connect session (`addArtifacts`), while the factory travels in the stage's task binary, which
+ * Spark deserializes with the session's class loader. The task binary is itself broadcast once
+ * per stage, so this costs no more than the broadcasts did.
+ */
+final class ReplicatePartitionReaderFactory(counters: ScanCounters, spec: RowSpec,
+    conf: SerializableConfiguration) extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     new ReplicatePartitionReader(partition.asInstanceOf[ReplicateInputPartition].splits.toSeq,
-      conf.value.value, spec.value, counters)
+      conf.value, spec, counters)
 }

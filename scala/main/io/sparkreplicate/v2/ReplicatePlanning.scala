@@ -1,5 +1,7 @@
 package io.sparkreplicate.v2
 
+import java.io.{ByteArrayInputStream, ByteArrayOutputStream, ObjectInputStream, ObjectOutputStream, ObjectStreamClass}
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.sql.SparkSession
@@ -52,7 +54,26 @@ private[v2] object ReplicatePlanning {
     } else {
       val shipped = new SerializableConfiguration(conf)
       spark.sparkContext.parallelize(splits, math.max(1, math.min(splits.size, spark.sparkContext.defaultParallelism * 4)))
-        .mapPartitions(_.flatMap(MetadataScanner.scan(_, shipped.value, options, strict = false)))
-        .collect().toSeq
+        .mapPartitions(_.flatMap(MetadataScanner.scan(_, shipped.value, options, strict = false)).map(serialize))
+        .collect().toSeq.map(deserialize)
     }
+
+  // The metadata job returns bytes: the driver deserializes task results with a class loader that
+  // does not see a jar added to a Spark Connect session (`addArtifacts`), while this code's does.
+  private def serialize(version: TableVersion): Array[Byte] = {
+    val bytes = new ByteArrayOutputStream
+    val out = new ObjectOutputStream(bytes)
+    try out.writeObject(version) finally out.close()
+    bytes.toByteArray
+  }
+
+  private def deserialize(bytes: Array[Byte]): TableVersion = {
+    val in = new ObjectInputStream(new ByteArrayInputStream(bytes)) {
+      override def resolveClass(desc: ObjectStreamClass): Class[_] =
+        try Class.forName(desc.getName, false, classOf[TableVersion].getClassLoader) catch {
+          case _: ClassNotFoundException => super.resolveClass(desc)
+        }
+    }
+    try in.readObject().asInstanceOf[TableVersion] finally in.close()
+  }
 }

@@ -10,8 +10,9 @@ import io.sparkreplicate.catalyst.{MessageFilter, ReadPlan, ReadPlanner, Version
 import io.sparkreplicate.files.SerializableConfiguration
 
 /** @param pushed the filters `filter` was built from, for EXPLAIN */
-final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required: StructType,
-    pushed: Seq[Filter], filter: MessageFilter) extends Scan with Batch {
+final class ReplicateScan(private val plan: ReadPlan, private val options: Map[String, String],
+    private val required: StructType, private val pushed: Seq[Filter], private val filter: MessageFilter)
+    extends Scan with Batch {
   private lazy val spark = SparkSession.active
   private lazy val conf = ReplicatePlanning.hadoopConf(spark, options)
 
@@ -39,13 +40,22 @@ final class ReplicateScan(plan: ReadPlan, options: Map[String, String], required
 
   override def createReaderFactory(): PartitionReaderFactory = {
     val sc = spark.sparkContext
-    val counters = new ReadCountersAccumulator
-    sc.register(counters, s"replicate ${plan.subject}")
-    ReplicateReadMetrics.track(counters)
-    new ReplicatePartitionReaderFactory(counters,
-      sc.broadcast(plan.rowSpec(required, filter)),
-      sc.broadcast(new SerializableConfiguration(conf)))
+    val counters = ScanCounters(sc)
+    ReplicateReadMetrics.track(spark, counters)
+    new ReplicatePartitionReaderFactory(counters, plan.rowSpec(required, filter), new SerializableConfiguration(conf))
   }
 
   override def supportedCustomMetrics(): Array[CustomMetric] = ReplicateMetrics.all
+
+  /**
+   * Scans that read the same plan with the same columns and filters are the same scan, so Spark
+   * reuses one's exchange for the other (a self-join, a union of aggregates of one DataFrame).
+   */
+  override def equals(other: Any): Boolean = other match {
+    case that: ReplicateScan => options == that.options && required == that.required &&
+      pushed == that.pushed && filter == that.filter && plan == that.plan
+    case _ => false
+  }
+
+  override def hashCode(): Int = (options, required, pushed).hashCode()
 }

@@ -1,0 +1,52 @@
+"""A Spark Connect server for the tests, started with pyspark's own ``spark-submit`` machinery
+(``SparkSubmit --class SparkConnectServer``, whose jar pyspark ships) on a free port of 127.0.0.1,
+in its own process group, and clients of it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+from _cluster import SPARK_HOME, Daemon, free_port, wait_for
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] = ()):
+    """A Connect server whose driver runs ``master``, with ``jars`` on its class path; yields its
+    ``sc://`` URL and stops the server (and its executors) afterwards. Its warehouse, logs and
+    scratch space are under ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_LOCAL_DIRS": str(workdir), "PYSPARK_PYTHON": sys.executable}
+    settings = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
+                "spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
+                "spark.sql.shuffle.partitions": "2", "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1", "spark.sql.warehouse.dir": str(workdir / "warehouse")}
+    args = ["--class", SERVER_CLASS, "--master", master, *(["--jars", ",".join(jars)] if jars else [])]
+    for key, value in settings.items():
+        args += ["--conf", f"{key}={value}"]
+    server = Daemon("connect-server", "org.apache.spark.deploy.SparkSubmit", args, workdir, env)
+    try:
+        wait_for(lambda: _listening(port), "the Spark Connect server", [server])
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def connect_session(url: str) -> ConnectSession:
+    """A new client session of the server at ``url``. Built with the Connect builder itself, as
+    ``SparkSession.builder.remote`` refuses to run beside the tests' classic session."""
+    return ConnectSession.builder.remote(url).create()

@@ -1,0 +1,45 @@
+"""SQL: a replicate read declared in SQL, as the README's "SQL" section shows: a temporary view
+``USING replicate``, and a catalog table ``USING replicate`` (with a view over it), on a classic
+session and over Spark Connect."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import assert_same_rows, collect_plain, expected_rows, table_def
+
+TABLE = "HR.EMPLOYEES"
+
+
+@pytest.fixture(params=["classic", pytest.param("connect", marks=pytest.mark.connect)])
+def session(request):
+    return request.getfixturevalue("spark" if request.param == "classic" else "remote")
+
+
+def replicate_options(zone) -> str:
+    return (f"path '{zone.topics[table_def(zone, TABLE).topic]}', schemaTopic '{zone.schema_topic}', "
+            f"table '{TABLE}'")
+
+
+def test_a_temporary_view_using_replicate(session, avro_zone):
+    session.sql(f"CREATE OR REPLACE TEMPORARY VIEW employees USING replicate OPTIONS ({replicate_options(avro_zone)})")
+    try:
+        assert_same_rows(collect_plain(session.sql("SELECT * FROM employees")), expected_rows(avro_zone, TABLE))
+        deletes = session.sql("SELECT count(*) FROM employees WHERE header__operation = 'DELETE'").first()[0]
+        assert deletes == sum(m.operation == "DELETE" for m in avro_zone.messages_for(TABLE))
+    finally:
+        session.sql("DROP VIEW IF EXISTS employees")
+
+
+def test_a_catalog_table_using_replicate_and_a_view_over_it(session, avro_zone, tmp_path):
+    session.sql(f"CREATE DATABASE replicate_sql LOCATION '{tmp_path / 'replicate_sql.db'}'")
+    try:
+        session.sql(f"CREATE TABLE replicate_sql.employees USING replicate OPTIONS ({replicate_options(avro_zone)})")
+        session.sql("CREATE VIEW replicate_sql.inserts AS "
+                    "SELECT * FROM replicate_sql.employees WHERE header__operation = 'INSERT'")
+        assert_same_rows(collect_plain(session.sql("SELECT * FROM replicate_sql.employees")),
+                         expected_rows(avro_zone, TABLE))
+        assert_same_rows(collect_plain(session.sql("SELECT * FROM replicate_sql.inserts")),
+                         [row for row in expected_rows(avro_zone, TABLE) if row["header__operation"] == "INSERT"])
+    finally:
+        session.sql("DROP DATABASE replicate_sql CASCADE")
