@@ -33,6 +33,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def master_status(web_port: int) -> dict | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=2) as response:
@@ -51,15 +56,19 @@ def process_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-class Daemon:
-    """A Spark daemon in its own process group, logging to a file."""
+def spark_class(main_class: str, args: list[str]) -> list[str]:
+    """The command that runs ``main_class`` on pyspark's own jars."""
+    return [str(SPARK_HOME / "bin" / "spark-class"), main_class, *args]
 
-    def __init__(self, name: str, main_class: str, args: list[str], workdir: Path, env: dict):
+
+class Daemon:
+    """A server process (a Spark daemon, a Kafka broker) in its own process group, logging to a file."""
+
+    def __init__(self, name: str, command: list[str], workdir: Path, env: dict):
         self.name = name
         self.log = workdir / f"{name}.log"
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), main_class, *args],
-                                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir,
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir,
                                             start_new_session=True)
 
     def check_alive(self) -> None:
@@ -141,16 +150,16 @@ def standalone_cluster(workdir: Path, *, workers: int = 1, cores: int = 2, memor
     master_url = f"spark://127.0.0.1:{port}"
     daemons: list[Daemon] = []
     try:
-        master = Daemon("master", "org.apache.spark.deploy.master.Master",
-                        ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)], workdir, env)
+        master = Daemon("master", spark_class("org.apache.spark.deploy.master.Master",
+                        ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)]), workdir, env)
         daemons.append(master)
         wait_for(lambda: (master_status(web_port) or {}).get("status") == "ALIVE", "the master", daemons)
         for i in range(1, workers + 1):
             name = f"worker-{i}"
-            daemons.append(Daemon(name, "org.apache.spark.deploy.worker.Worker",
+            daemons.append(Daemon(name, spark_class("org.apache.spark.deploy.worker.Worker",
                                   ["--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
                                    "--webui-port", str(free_port()), "--work-dir", str(workdir / "work" / name),
-                                   master_url], workdir, {**env, WORKER_VARIABLE: name}))
+                                   master_url]), workdir, {**env, WORKER_VARIABLE: name}))
         wait_for(lambda: (master_status(web_port) or {}).get("aliveworkers", 0) >= workers, "the workers", daemons)
         yield Cluster(master_url, master, daemons[1:])
     finally:

@@ -5,21 +5,15 @@ in its own process group, and clients of it."""
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-from _cluster import SPARK_HOME, Daemon, free_port, wait_for
+from _cluster import SPARK_HOME, Daemon, free_port, listening, spark_class, wait_for
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 @contextmanager
@@ -38,9 +32,9 @@ def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] =
     args = ["--class", SERVER_CLASS, "--master", master, *(["--jars", ",".join(jars)] if jars else [])]
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]
-    server = Daemon("connect-server", "org.apache.spark.deploy.SparkSubmit", args, workdir, env)
+    server = Daemon("connect-server", spark_class("org.apache.spark.deploy.SparkSubmit", args), workdir, env)
     try:
-        wait_for(lambda: _listening(port), "the Spark Connect server", [server])
+        wait_for(lambda: listening(port), "the Spark Connect server", [server])
         yield f"sc://127.0.0.1:{port}"
     finally:
         server.stop()

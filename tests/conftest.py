@@ -48,6 +48,10 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "smoke: the subset `make smoke` runs on every other supported pyspark "
                                        "(flat, generic, metadata view, modes, pushdown, set-up)")
     config.addinivalue_line("markers", "slow: takes a minute or more (`pytest -m 'not slow'` leaves these out)")
+    config.addinivalue_line("markers", "connect: runs against a Spark Connect server (a JVM started for the "
+                            "run); `-m 'not connect'` leaves them out")
+    config.addinivalue_line("markers", "kafka: runs against an Apache Kafka broker (a JVM started for the run); "
+                            "`-m 'not kafka'` leaves them out")
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,9 +138,12 @@ def spark(tmp_path_factory):
     session.stop()
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "connect: runs against a Spark Connect server (a JVM started for the "
-                            "run); `-m 'not connect'` leaves them out")
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory):
+    """The bootstrap servers of an Apache Kafka broker started once for the run, stopped at its end."""
+    from _kafka import kafka_broker
+    with kafka_broker(tmp_path_factory.mktemp("kafka-broker")) as bootstrap:
+        yield bootstrap
 
 
 @pytest.fixture(scope="session")

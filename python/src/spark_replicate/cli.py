@@ -25,6 +25,10 @@ def _add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--logical-types", action="store_true",
                         help="send values as Replicate does with its logical data types on (Avro date, "
                              "time-millis, timestamp-micros and decimal)")
+    parser.add_argument("--kafka", metavar="BOOTSTRAP",
+                        help="also publish every topic to this Kafka cluster (new topics, same partitions, "
+                             "offsets and keys as landed; needs spark-replicate[kafka])")
+    parser.add_argument("--kafka-topic-prefix", default="", help="prefix of the Kafka topics' names")
 
 
 def _generate(out_dir: Path, args: argparse.Namespace, keep_messages: bool = False) -> generate.LandingZone:
@@ -32,7 +36,8 @@ def _generate(out_dir: Path, args: argparse.Namespace, keep_messages: bool = Fal
         out_dir, messages=args.messages, seed=args.seed, framing=args.framing,
         files_per_topic=args.files_per_topic, codec=args.codec, value_schema=args.value_schema,
         md_in_data_topics=args.md_in_data_topics, keep_messages=keep_messages, overwrite=True,
-        logical_types=args.logical_types, progress=_progress("generate"))
+        logical_types=args.logical_types, progress=_progress("generate"), kafka=args.kafka,
+        kafka_topic_prefix=args.kafka_topic_prefix)
 
 
 def _run_generate(args: argparse.Namespace) -> int:

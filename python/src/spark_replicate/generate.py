@@ -36,6 +36,8 @@ from zoneinfo import ZoneInfo
 import fastavro
 from fastavro.write import Writer
 
+from spark_replicate.kafka_topics import KafkaTopics
+
 __all__ = [
     "AddColumn",
     "AlterColumn",
@@ -933,16 +935,23 @@ _SINKS = {"avro": _AvroSink, "length-prefixed": _LengthPrefixedSink, "message": 
 
 
 class _Topic:
-    """A Kafka topic landed as a directory: one sink per partition, offsets from 0 in each."""
+    """A Kafka topic landed as a directory: one sink per partition, offsets from 0 in each; with
+    ``kafka``, also published to a Kafka topic of the same partitions, offsets and keys."""
 
-    def __init__(self, name: str, directory: Path, partitions: int, settings: _Settings):
+    def __init__(self, name: str, directory: Path, partitions: int, settings: _Settings,
+                 kafka: KafkaTopics | None = None):
         directory.mkdir(parents=True)
+        self._name, self._kafka = name, kafka
         self._sinks = [_SINKS[settings.framing](directory, name, p, settings) for p in range(partitions)]
         self._next_offset = [0] * partitions
+        if kafka is not None:
+            kafka.create(name, partitions)
 
     def append(self, partition: int, envelope: bytes, key: bytes | None, timestamp_ms: int) -> tuple[Path, int]:
         offset = self._next_offset[partition]
         self._next_offset[partition] = offset + 1
+        if self._kafka is not None:
+            self._kafka.publish(self._name, partition, offset, envelope, key, timestamp_ms)
         return self._sinks[partition].append(offset, envelope, key, timestamp_ms), offset
 
     def close(self) -> list[Path]:
@@ -1187,8 +1196,9 @@ class _Task:
                  embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool,
                  operation_mix: tuple[float, float, float] = OPERATION_MIX, refresh_share: float = REFRESH_SHARE,
                  encoding: str = "text", stray_mask_bits: float = 0.0,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, kafka: KafkaTopics | None = None):
         self._rng = random.Random(settings.seed)
+        self._kafka = kafka
         self._stray_mask_bits = stray_mask_bits
         insert_share, update_share, _ = operation_mix
         self._update_from, self._delete_from = insert_share, insert_share + update_share
@@ -1201,8 +1211,8 @@ class _Task:
         self._by_topic: dict[str, list[_TableState]] = {}
         for state in self._states:
             self._by_topic.setdefault(state.table.topic, []).append(state)
-        self._schema_topic = _Topic(SCHEMA_TOPIC, root / SCHEMA_TOPIC, 1, settings)
-        self._topics = {name: _Topic(name, root / name, files_per_topic, settings) for name in self._by_topic}
+        self._schema_topic = _Topic(SCHEMA_TOPIC, root / SCHEMA_TOPIC, 1, settings, kafka)
+        self._topics = {name: _Topic(name, root / name, files_per_topic, settings, kafka) for name in self._by_topic}
         self._clock_us = _TASK_START_US
         self._sequence = 0
         self._lsn = 0x2A_0000_0000
@@ -1221,6 +1231,8 @@ class _Task:
         files = self._schema_topic.close()
         for topic in self._topics.values():
             files += topic.close()
+        if self._kafka is not None:
+            self._kafka.close()
         return files
 
     # -- metadata
@@ -1379,7 +1391,8 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                           md_in_data_topics: bool = False, keep_messages: bool = True,
                           overwrite: bool = False, operation_mix: tuple[float, float, float] = OPERATION_MIX,
                           full_load: bool = True, logical_types: bool = False, all_text: bool = False,
-                          stray_mask_bits: float = 0.0, progress: Callable[[str], None] | None = None) -> LandingZone:
+                          stray_mask_bits: float = 0.0, progress: Callable[[str], None] | None = None,
+                          kafka: str | None = None, kafka_topic_prefix: str = "") -> LandingZone:
     """Write a Replicate landing zone under ``out_dir`` and return what it contains.
 
     ``messages`` DT messages are split evenly among ``tables`` (default :func:`default_tables`);
@@ -1400,6 +1413,11 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     ``stray_mask_bits`` is the share of CDC UPDATEs whose ``changeMask`` also sets the bit past
     the table's last column, as real Replicate output does on Oracle sources (see :func:`mask_bytes`).
     ``progress``, when given, receives a line after each tenth of the data messages.
+
+    ``kafka`` (bootstrap servers) also publishes every topic to Apache Kafka, as Replicate's Kafka
+    target does: new topics named ``kafka_topic_prefix`` + the landed topic's name, the same
+    partitions, and each message at its landed offset with its key and commit time (see
+    :mod:`spark_replicate.kafka_topics`).
     """
     _check_choice("framing", framing, FRAMINGS)
     _check_choice("value_schema", value_schema, VALUE_SCHEMAS)
@@ -1423,7 +1441,8 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     settings = _Settings(framing, codec, sync_interval, value_schema, seed)
     task = _Task(root, tables, messages, settings, files_per_topic, before_images, headers_version,
                  embed_data_schema, md_in_data_topics, keep_messages, operation_mix,
-                 REFRESH_SHARE if full_load else 0.0, encoding, stray_mask_bits, progress)
+                 REFRESH_SHARE if full_load else 0.0, encoding, stray_mask_bits, progress,
+                 None if kafka is None else KafkaTopics(kafka, kafka_topic_prefix))
     files = task.run()
     zone = LandingZone(root, root / SCHEMA_TOPIC, {t.topic: root / t.topic for t in tables}, tables,
                        task.messages, task.metadata, files, task.counts)
@@ -1431,5 +1450,6 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                                      "headers_version": headers_version, "embed_data_schema": embed_data_schema,
                                      "md_in_data_topics": md_in_data_topics, "operation_mix": list(operation_mix),
                                      "full_load": full_load, "logical_types": logical_types,
-                                     "all_text": all_text, "stray_mask_bits": stray_mask_bits})
+                                     "all_text": all_text, "stray_mask_bits": stray_mask_bits,
+                                     "kafka_topic_prefix": None if kafka is None else kafka_topic_prefix})
     return zone

@@ -1,0 +1,50 @@
+"""A real Apache Kafka broker for the tests: one KRaft node (broker and controller) on free ports of
+127.0.0.1, from Kafka's own jars on Maven Central (their class path resolved by Maven from
+``tests/kafka/pom.xml``), in its own process group, stopped afterwards."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+from _cluster import Daemon, free_port, listening, wait_for
+
+POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
+
+
+def broker_classpath(workdir: Path) -> str:
+    """The broker's class path; Maven resolves it from its local repository once it is there."""
+    out = workdir / "classpath.txt"
+    subprocess.run(["mvn", "-q", "-B", "-f", str(POM), "dependency:build-classpath", f"-Dmdep.outputFile={out}"],
+                   check=True, timeout=600)
+    return out.read_text().strip()
+
+
+@contextmanager
+def kafka_broker(workdir: Path):
+    """Yields the bootstrap servers (``127.0.0.1:PORT``) of a broker whose data lives in ``workdir``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port, controller_port = free_port(), free_port()
+    properties = workdir / "server.properties"
+    properties.write_text("\n".join([
+        "process.roles=broker,controller", "node.id=1", f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}", "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", f"log.dirs={workdir / 'data'}",
+        # One node: the internal topics cannot have more replicas than that.
+        "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0", ""]))
+    java = ["java", "-Xmx512m", "-cp", broker_classpath(workdir)]
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
+                   check=True, capture_output=True, timeout=120)
+    broker = Daemon("kafka-broker", [*java, "kafka.Kafka", str(properties)], workdir, dict(os.environ))
+    try:
+        wait_for(lambda: listening(port), "the Kafka broker", [broker])
+        yield f"127.0.0.1:{port}"
+    finally:
+        broker.stop()
