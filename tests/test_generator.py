@@ -682,6 +682,44 @@ def test_invalid_operation_mix_fails_fast(tmp_path, mix):
         gen.ColumnDef("X", "STRING", max_words=0)
 
 
+def replayed(zone: gen.LandingZone, table: gen.TableDef) -> tuple[dict, dict]:
+    """The table and each key's versions, replayed from the messages as written, in order."""
+    keys, names = [c.name for c in table.key_columns], [c.name for c in table.columns]
+    state, versions = {}, {}
+    for m in zone.messages_for(table.name):
+        sequence = m.headers["changeSequence"] or None
+        if m.before is not None:
+            old = tuple(m.before[k] for k in keys)
+            state.pop(old)
+            versions[old][-1][2] = sequence
+        if m.operation != "DELETE":
+            present = {names[o - 1] for o in gen.mask_ordinals(m.column_mask or b"\xff" * 4) if o <= len(names)}
+            row = {n: m.data[n] if n in present or m.before is None else m.before[n] for n in names}
+            state[tuple(row[k] for k in keys)] = row
+            versions.setdefault(tuple(row[k] for k in keys), []).append([row, sequence, None])
+    return state, {key: [gen.Version(*v) for v in vs] for key, vs in versions.items()}
+
+
+@pytest.mark.parametrize("options", [{}, dict(key_changes=0.3, partial_masks=0.5)])
+def test_the_truth_is_what_replaying_the_messages_gives(tmp_path, options):
+    zone = gen.generate_landing_zone(tmp_path, messages=900, seed=17, **options)
+    for table in zone.tables:
+        assert replayed(zone, table) == (zone.final_state(table.name), zone.history(table.name))
+    updates = [m for m in zone.messages if m.operation == "UPDATE"]
+    partial = [m for m in updates if any(v is None for v in m.data.values())
+               and len(gen.mask_ordinals(m.column_mask)) < len(m.data)]
+    key_columns = {t.name: t.key_columns for t in zone.tables}
+    moved = [m for m in updates if any(m.before[c.name] != m.data[c.name] for c in key_columns[m.table])]
+    assert bool(partial) == bool(moved) == bool(options)
+
+
+def test_key_changes_need_before_images(tmp_path):
+    with pytest.raises(ValueError, match="key_changes needs before_images"):
+        gen.generate_landing_zone(tmp_path, messages=10, key_changes=0.1, before_images=False)
+    with pytest.raises(ValueError, match="partial_masks"):
+        gen.generate_landing_zone(tmp_path, messages=10, partial_masks=2)
+
+
 # --------------------------------------------------------------------------------------------
 # Encodings, every source type, and schema changes beyond ADD COLUMN
 # --------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ __all__ = [
     "MetadataEntry",
     "SCHEMA_TOPIC",
     "TableDef",
+    "Version",
     "data_schema",
     "default_tables",
     "decimal_type",
@@ -823,6 +824,16 @@ class DataMessage:
     timestamp_ms: int
 
 
+class Version(NamedTuple):
+    """One version of a key's row (SCD type 2): the source row and the change sequences that
+    opened and closed it. ``start_at`` is None for a full-load (REFRESH) row, the baseline before
+    every change; ``end_at`` is None for the current version, the delete's for a deleted key."""
+
+    row: dict
+    start_at: str | None
+    end_at: str | None
+
+
 class MetadataEntry(NamedTuple):
     """One table version as announced by its MD message."""
 
@@ -845,6 +856,8 @@ class LandingZone:
     metadata: list[MetadataEntry]
     files: list[Path]
     counts: dict[str, dict[str, int]]
+    states: dict[str, dict[tuple, dict]] = None
+    histories: dict[str, dict[tuple, list[list]]] = None
 
     def expected_counts(self) -> dict[str, dict[str, int]]:
         """{table: {operation: n}}, only operations that occur (as a groupBy would return)."""
@@ -853,6 +866,18 @@ class LandingZone:
     def messages_for(self, table: str) -> list[DataMessage]:
         """The DT messages of one ``SCHEMA.TABLE``, in generation (commit) order."""
         return [m for m in self.messages if m.table == table]
+
+    def final_state(self, table: str) -> dict[tuple, dict]:
+        """The source table after its last change, as the simulation holds it: key tuple (in
+        primary-key order) -> row (column -> value as encoded); deleted keys are absent."""
+        return self.states[table]
+
+    def history(self, table: str) -> dict[tuple, list[Version]]:
+        """Each key's versions in order, as the simulation made them (needs ``keep_messages``).
+        A schema change opens no version: rows keep the columns of the version they were written in."""
+        if self.histories is None:
+            raise ValueError("the history is kept only with keep_messages=True")
+        return {key: [Version(*v) for v in versions] for key, versions in self.histories[table].items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -1117,8 +1142,11 @@ class _TableState:
         changed = [i for i, name in enumerate(version.names, 1) if row[name] is not None]
         return _Change(row, image, None, None, changed, version.all_ordinals)
 
-    def update(self) -> _Change | None:
-        """Change one to three non-key columns of a random live row; None if no value changed."""
+    def update(self, new_key: bool = False, partial_mask: bool = False) -> _Change | None:
+        """Change one to three non-key columns of a random live row; None if no value changed.
+        ``new_key`` also moves the row to a fresh key. ``partial_mask`` leaves about half of the
+        unchanged non-key columns out of ``columnMask`` and sends them as null, as Oracle does
+        without full supplemental logging."""
         version, rand = self.version, self._rand
         key = self._random_key()
         before = self.rows[key]
@@ -1127,12 +1155,24 @@ class _TableState:
         for _ in range(1 + int(rand() * 3)):
             name = candidates[int(rand() * len(candidates))]
             after[name] = self._gens[name]()
+        moved_to = self._fresh_key() if new_key else key
+        after.update(zip(self.key_names, moved_to))
         changed = [i for i, name in enumerate(version.names, 1) if after[name] != before[name]]
         if not changed:
             return None
         before_avro, image = self._image(key), version.encode_image(after)
-        self.rows[key], self._images[key] = after, image
-        return _Change(after, image, before, before_avro, changed, version.all_ordinals)
+        if moved_to != key:
+            self._forget(key)
+            self._store(moved_to, after, image)
+        else:
+            self.rows[key], self._images[key] = after, image
+        data, data_avro, present = after, image, version.all_ordinals
+        if partial_mask:
+            absent = {n for n in version.non_key_names if after[n] == before[n] and rand() < 0.5}
+            data = {n: None if n in absent else v for n, v in after.items()}
+            data_avro = version.encode_image(data)
+            present = [i for i, n in enumerate(version.names, 1) if n not in absent]
+        return _Change(data, data_avro, before, before_avro, changed, present)
 
     def delete(self) -> _Change:
         """Remove a random live row; the message carries its key columns only."""
@@ -1144,6 +1184,9 @@ class _TableState:
         data = {name: before[name] if name in keys else None for name in version.names}
         return _Change(data, version.encode_image(data), before, before_avro,
                        version.key_ordinals, version.key_ordinals)
+
+    def key_of(self, row: dict) -> tuple:
+        return tuple(row[name] for name in self.key_names)
 
     def _image(self, key: tuple) -> bytes:
         """The encoded current image of a live row (re-encoded lazily after a DDL)."""
@@ -1195,11 +1238,12 @@ class _Task:
                  files_per_topic: int, before_images: bool, headers_version: str,
                  embed_data_schema: bool, md_in_data_topics: bool, keep_messages: bool,
                  operation_mix: tuple[float, float, float] = OPERATION_MIX, refresh_share: float = REFRESH_SHARE,
-                 encoding: str = "text", stray_mask_bits: float = 0.0,
-                 progress: Callable[[str], None] | None = None, kafka: KafkaTopics | None = None):
+                 encoding: str = "text", stray_mask_bits: float = 0.0, key_changes: float = 0.0,
+                 partial_masks: float = 0.0, progress: Callable[[str], None] | None = None,
+                 kafka: KafkaTopics | None = None):
         self._rng = random.Random(settings.seed)
         self._kafka = kafka
-        self._stray_mask_bits = stray_mask_bits
+        self._stray_mask_bits, self._key_changes, self._partial_masks = stray_mask_bits, key_changes, partial_masks
         insert_share, update_share, _ = operation_mix
         self._update_from, self._delete_from = insert_share, insert_share + update_share
         self._partitions = files_per_topic
@@ -1219,6 +1263,9 @@ class _Task:
         self.messages: list[DataMessage] = []
         self.metadata: list[MetadataEntry] = []
         self.counts: dict[str, dict[str, int]] = {s.table.name: {} for s in self._states}
+        # Each key's versions, [row, opened by, closed by], recorded as the simulation changes rows.
+        self.histories: dict[str, dict[tuple, list[list]]] | None = (
+            {s.table.name: {} for s in self._states} if keep_messages else None)
         self._progress, self._messages, self._published = progress, messages, 0
         self._progress_every = max(1, messages // 10)
 
@@ -1234,6 +1281,9 @@ class _Task:
         if self._kafka is not None:
             self._kafka.close()
         return files
+
+    def final_states(self) -> dict[str, dict[tuple, dict]]:
+        return {state.table.name: state.rows for state in self._states}
 
     # -- metadata
 
@@ -1315,7 +1365,10 @@ class _Task:
         10%); INSERT when the table is empty, or when an UPDATE happens to change nothing."""
         draw = self._rng.random()
         if self._update_from <= draw < self._delete_from and state.can_update():
-            change = state.update()
+            # Drawn only when asked for, so that other landing zones stay as they were.
+            new_key = self._key_changes > 0 and self._rng.random() < self._key_changes
+            partial = self._partial_masks > 0 and self._rng.random() < self._partial_masks
+            change = state.update(new_key, partial)
             if change is not None:
                 return "UPDATE", change
         elif draw >= self._delete_from and state.rows:
@@ -1335,6 +1388,8 @@ class _Task:
         path, offset = self._topics[state.table.topic].append(partition, envelope, key, millis)
         ops = self.counts[state.table.name]
         ops[operation] = ops.get(operation, 0) + 1
+        if self.histories is not None:
+            self._record_version(state, operation, change, headers["changeSequence"] or None)
         self._published += 1
         if self._progress is not None and self._published % self._progress_every == 0:
             self._progress(f"{self._published:,} of {self._messages:,} data messages written")
@@ -1343,6 +1398,16 @@ class _Task:
                 state.table.name, version.schema_id, version.number, state.table.topic, partition, offset,
                 path, operation, data, change.before if self._before_images else None, headers,
                 headers["changeMask"], headers["columnMask"], key, millis))
+
+
+    def _record_version(self, state: _TableState, operation: str, change: _Change, sequence: str | None) -> None:
+        """Close the version the change ends (its before-image's key) and open the one it makes."""
+        history = self.histories[state.table.name]
+        if change.before is not None:
+            history[state.key_of(change.before)][-1][2] = sequence
+        if operation != "DELETE":
+            key = state.key_of(change.data)
+            history.setdefault(key, []).append([state.rows[key], sequence, None])
 
 
 # --------------------------------------------------------------------------------------------
@@ -1391,8 +1456,9 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
                           md_in_data_topics: bool = False, keep_messages: bool = True,
                           overwrite: bool = False, operation_mix: tuple[float, float, float] = OPERATION_MIX,
                           full_load: bool = True, logical_types: bool = False, all_text: bool = False,
-                          stray_mask_bits: float = 0.0, progress: Callable[[str], None] | None = None,
-                          kafka: str | None = None, kafka_topic_prefix: str = "") -> LandingZone:
+                          stray_mask_bits: float = 0.0, key_changes: float = 0.0, partial_masks: float = 0.0,
+                          progress: Callable[[str], None] | None = None, kafka: str | None = None,
+                          kafka_topic_prefix: str = "") -> LandingZone:
     """Write a Replicate landing zone under ``out_dir`` and return what it contains.
 
     ``messages`` DT messages are split evenly among ``tables`` (default :func:`default_tables`);
@@ -1412,12 +1478,18 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
 
     ``stray_mask_bits`` is the share of CDC UPDATEs whose ``changeMask`` also sets the bit past
     the table's last column, as real Replicate output does on Oracle sources (see :func:`mask_bytes`).
-    ``progress``, when given, receives a line after each tenth of the data messages.
+    ``key_changes`` is the share of CDC UPDATEs that move their row to a new key (the old key in
+    the before-image; needs ``before_images``), ``partial_masks`` the share whose ``columnMask``
+    leaves out some unchanged non-key columns, sent as null (Oracle without full supplemental
+    logging). ``progress``, when given, receives a line after each tenth of the data messages.
 
     ``kafka`` (bootstrap servers) also publishes every topic to Apache Kafka, as Replicate's Kafka
     target does: new topics named ``kafka_topic_prefix`` + the landed topic's name, the same
     partitions, and each message at its landed offset with its key and commit time (see
     :mod:`spark_replicate.kafka_topics`).
+
+    The zone also holds the truth the simulation computed: :meth:`LandingZone.final_state` and,
+    with ``keep_messages``, :meth:`LandingZone.history`.
     """
     _check_choice("framing", framing, FRAMINGS)
     _check_choice("value_schema", value_schema, VALUE_SCHEMAS)
@@ -1425,8 +1497,12 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     if logical_types and all_text:
         raise ValueError("logical_types and all_text exclude each other")
     encoding = "logical" if logical_types else "all-text" if all_text else "text"
-    if not 0 <= stray_mask_bits <= 1:
-        raise ValueError(f"stray_mask_bits={stray_mask_bits!r}; expected a share between 0 and 1")
+    for name, share in (("stray_mask_bits", stray_mask_bits), ("key_changes", key_changes),
+                        ("partial_masks", partial_masks)):
+        if not 0 <= share <= 1:
+            raise ValueError(f"{name}={share!r}; expected a share between 0 and 1")
+    if key_changes and not before_images:
+        raise ValueError("key_changes needs before_images: the old key of a moved row is in the before-image")
     if messages < 0 or files_per_topic < 1:
         raise ValueError("messages must be >= 0 and files_per_topic >= 1")
     operation_mix = tuple(float(share) for share in operation_mix)
@@ -1441,15 +1517,16 @@ def generate_landing_zone(out_dir, *, messages: int = 2000, seed: int = 42, fram
     settings = _Settings(framing, codec, sync_interval, value_schema, seed)
     task = _Task(root, tables, messages, settings, files_per_topic, before_images, headers_version,
                  embed_data_schema, md_in_data_topics, keep_messages, operation_mix,
-                 REFRESH_SHARE if full_load else 0.0, encoding, stray_mask_bits, progress,
-                 None if kafka is None else KafkaTopics(kafka, kafka_topic_prefix))
+                 REFRESH_SHARE if full_load else 0.0, encoding, stray_mask_bits, key_changes, partial_masks,
+                 progress, None if kafka is None else KafkaTopics(kafka, kafka_topic_prefix))
     files = task.run()
     zone = LandingZone(root, root / SCHEMA_TOPIC, {t.topic: root / t.topic for t in tables}, tables,
-                       task.messages, task.metadata, files, task.counts)
+                       task.messages, task.metadata, files, task.counts, task.final_states(), task.histories)
     _write_manifest(zone, settings, {"files_per_topic": files_per_topic, "before_images": before_images,
                                      "headers_version": headers_version, "embed_data_schema": embed_data_schema,
                                      "md_in_data_topics": md_in_data_topics, "operation_mix": list(operation_mix),
                                      "full_load": full_load, "logical_types": logical_types,
                                      "all_text": all_text, "stray_mask_bits": stray_mask_bits,
+                                     "key_changes": key_changes, "partial_masks": partial_masks,
                                      "kafka_topic_prefix": None if kafka is None else kafka_topic_prefix})
     return zone

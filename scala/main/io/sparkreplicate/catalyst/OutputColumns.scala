@@ -31,6 +31,8 @@ object OutputColumns {
   val TableName = "header__table_name"
   /** The row image of the generic layout, a VARIANT. */
   val Data = "data"
+  /** Field metadata of the flat layout's key columns: their position in the primary key (1-based). */
+  val PrimaryKeyPosition = "replicate.primaryKeyPosition"
 
   val headers: Seq[StructField] = Seq(
     SchemaId -> StringType, TableVersion -> LongType, Operation -> StringType,

@@ -2,7 +2,7 @@ package io.sparkreplicate.catalyst
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.types.{DataType, StructField, StructType}
+import org.apache.spark.sql.types.{DataType, Metadata, MetadataBuilder, StructField, StructType}
 
 import io.sparkreplicate.{ErrorId, ReplicateException, ReplicateOptions, SchemaEvolution}
 import io.sparkreplicate.codec.{AvroSchemas, TableName, TableVersion}
@@ -47,8 +47,17 @@ object TableLayout {
     val typed = newestFirst.map(v => v -> columnTypes(v, options.typing))
     val names = typed.flatMap { case (_, cols) => cols.map(_._1) }.distinct
     val kept = if (options.schemaEvolution == SchemaEvolution.Latest) typed.head._2.map(_._1) else names
-    TableLayout(table, kept.map(name => StructField(name, merged(table, name, typed, options.typing.widenToString), nullable = true)).toIndexedSeq)
+    TableLayout(table, kept.map(name => StructField(name, merged(table, name, typed, options.typing.widenToString),
+      nullable = true, keyMetadata(name, newestFirst))).toIndexedSeq)
   }
+
+  /**
+   * The column's `primaryKeyPosition` in the newest version that has it, carried in the field's
+   * metadata so that the change-applying helpers find the keys from the schema alone.
+   */
+  private def keyMetadata(name: String, newestFirst: Seq[TableVersion]): Metadata =
+    newestFirst.iterator.flatMap(_.columns).find(_.name == name).map(_.primaryKeyPosition).filter(_ > 0)
+      .fold(Metadata.empty)(new MetadataBuilder().putLong(OutputColumns.PrimaryKeyPosition, _).build())
 
   /** The one type that holds the column's values in every version that has it. */
   private def merged(table: TableName, name: String, typed: Seq[(TableVersion, Seq[(String, DataType)])],

@@ -1,0 +1,68 @@
+package io.sparkreplicate.cdc
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.types._
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.sparkreplicate.catalyst.OutputColumns
+
+/**
+ * `Changes.latestState` and `Changes.history` on a hand-built flat layout whose every row says
+ * why it is there: a full-load baseline, a partial column mask, a real NULL, a key change, a
+ * delete carrying only the key, and a message delivered twice.
+ */
+class ChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private var spark: SparkSession = _
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    spark = SparkSession.builder().master("local[2]").appName("ChangesSuite")
+      .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate()
+  }
+
+  override def afterAll(): Unit = try { if (spark != null) spark.stop() } finally super.afterAll()
+
+  private val key = new MetadataBuilder().putLong(OutputColumns.PrimaryKeyPosition, 1).build()
+  private val table = StructType(Seq(StructField("ID", IntegerType, nullable = true, key),
+    StructField("NAME", StringType), StructField("CITY", StringType)))
+  private val schema = StructType(table.fields ++ Seq(
+    StructField(OutputColumns.Operation, StringType), StructField(OutputColumns.ChangeSeq, StringType),
+    StructField(OutputColumns.PresentColumns, ArrayType(StringType, containsNull = false)),
+    StructField(OutputColumns.BeforeImage, table)))
+
+  private val all = Seq("ID", "NAME", "CITY")
+  private def change(id: Int, name: String, city: String, op: String, seq: String, present: Seq[String] = all,
+      before: Row = null) = Row(id, name, city, op, seq, present, before)
+
+  private val rows = Seq(
+    change(1, "A", "Paris", "REFRESH", null, present = null),
+    change(1, "B", null, "UPDATE", "002", Seq("ID", "NAME"), Row(1, "A", "Paris")), // CITY not sent: stays Paris
+    change(1, "B", null, "UPDATE", "002", Seq("ID", "NAME"), Row(1, "A", "Paris")), // delivered twice
+    change(1, null, null, "UPDATE", "003", Seq("ID", "CITY"), Row(1, "B", "Paris")), // a real NULL
+    change(2, "X", "Oslo", "INSERT", "001"),
+    change(3, "Y", null, "UPDATE", "004", Seq("ID", "NAME"), Row(2, "X", "Oslo")), // moves 2 to 3
+    change(4, "Z", "Rome", "INSERT", "001"),
+    change(4, null, null, "DELETE", "005", Seq("ID")))
+
+  private def changes: DataFrame = spark.createDataFrame(rows.reverse.asJava, schema)
+
+  test("the latest state: masks keep values, real NULLs are written, moved and deleted keys are gone") {
+    assert(Changes.latestState(changes).collect().toSet == Set(Row(1, "B", null), Row(3, "Y", "Oslo")))
+  }
+
+  test("the history: every version with the change sequences that opened and closed it") {
+    assert(Changes.history(changes).collect().toSet == Set(
+      Row(1, "A", "Paris", null, "002"), Row(1, "B", "Paris", "002", "003"), Row(1, "B", null, "003", null),
+      Row(2, "X", "Oslo", "001", "004"), Row(3, "Y", "Oslo", "004", null), Row(4, "Z", "Rome", "001", "005")))
+  }
+
+  test("keys: the schema's, or the ones given; none is an error naming the columns") {
+    val plain = spark.createDataFrame(rows.asJava, StructType(schema.fields.map(_.copy(metadata = Metadata.empty))))
+    val error = intercept[IllegalArgumentException](Changes.latestState(plain))
+    assert(error.getMessage.contains("among: ID, NAME, CITY"))
+    assert(Changes.latestState(plain, Seq("ID")).count() == 2)
+  }
+}
