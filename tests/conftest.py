@@ -52,6 +52,8 @@ def pytest_configure(config):
                             "run); `-m 'not connect'` leaves them out")
     config.addinivalue_line("markers", "kafka: runs against an Apache Kafka broker (a JVM started for the run); "
                             "`-m 'not kafka'` leaves them out")
+    # kafka-python loads its protocol schemas through importlib.resources calls Python deprecates.
+    config.addinivalue_line("filterwarnings", "ignore:(read|open)_text is deprecated:DeprecationWarning")
 
 
 # --------------------------------------------------------------------------------------------
