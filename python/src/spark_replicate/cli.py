@@ -118,20 +118,21 @@ def _run_export(args: argparse.Namespace) -> int:
 def _run_inspect(args: argparse.Namespace) -> int:
     from spark_replicate.inspection import inspect, render
 
-    options = dict(option.split("=", 1) for option in args.option)
     spark = _session("inspect", args.master)
     try:
-        report = inspect(spark, args.input, schema_topic=args.schema_topic, log=_progress("inspect"), **options)
+        report = inspect(spark, args.input, schema_topic=args.schema_topic, log=_progress("inspect"),
+                         **dict(args.option))
     finally:
         spark.stop()
     print(json.dumps(report, indent=2) if args.json else render(report), end="\n" if args.json else "")
     return 0
 
 
-def _reader_option(text: str) -> str:
-    if "=" not in text:
+def _reader_option(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return text
+    return name, value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -856,8 +856,8 @@ class LandingZone:
     metadata: list[MetadataEntry]
     files: list[Path]
     counts: dict[str, dict[str, int]]
-    states: dict[str, dict[tuple, dict]] = None
-    histories: dict[str, dict[tuple, list[list]]] = None
+    states: dict[str, dict[tuple, dict]] | None = None
+    histories: dict[str, dict[tuple, list[list]]] | None = None
 
     def expected_counts(self) -> dict[str, dict[str, int]]:
         """{table: {operation: n}}, only operations that occur (as a groupBy would return)."""
@@ -1398,7 +1398,6 @@ class _Task:
                 state.table.name, version.schema_id, version.number, state.table.topic, partition, offset,
                 path, operation, data, change.before if self._before_images else None, headers,
                 headers["changeMask"], headers["columnMask"], key, millis))
-
 
     def _record_version(self, state: _TableState, operation: str, change: _Change, sequence: str | None) -> None:
         """Close the version the change ends (its before-image's key) and open the one it makes."""
