@@ -16,6 +16,15 @@ from _cluster import Daemon, free_port, listening, wait_for
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 
 
+def _cluster_id() -> str:
+    """A random Kafka cluster id. Kafka's own ids never start with '-', which its command line would
+    read as an option; one in 64 random ones would, so those are drawn again."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def broker_classpath(workdir: Path) -> str:
     """The broker's class path; Maven resolves it from its local repository once it is there."""
     out = workdir / "classpath.txt"
@@ -39,7 +48,7 @@ def kafka_broker(workdir: Path):
         "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
         "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0", ""]))
     java = ["java", "-Xmx512m", "-cp", broker_classpath(workdir)]
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = _cluster_id()
     subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
                    check=True, capture_output=True, timeout=120)
     broker = Daemon("kafka-broker", [*java, "kafka.Kafka", str(properties)], workdir, dict(os.environ))
