@@ -18,7 +18,7 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
 
   /** salaries in three versions (6.3, 7.0-style, nullable data) beside another table. */
   private lazy val reg = registry(salaries, salaries70, salariesNullableData, departments)
-  private def spec(required: StructType => StructType = identity, opts: ReplicateOptions = null): ReadSpec =
+  private def spec(required: StructType => StructType = identity, opts: DecodeOptions = null): ReadSpec =
     readSpec(reg, salaries.name, opts, required)
   private def decoder(s: ReadSpec = spec()): ChangeRowDecoder = new ChangeRowDecoder(s)
 

@@ -9,7 +9,7 @@ import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkreplicate.Fixtures._
-import io.sparkreplicate.files.{AvroContainerSource, FileSplit}
+import io.sparkreplicate.files.{AvroContainerSource, FileSplit, Framing}
 
 /**
  * The container reader is the first code to touch landed bytes, so it is held to the same rule

@@ -322,12 +322,12 @@ object Fixtures {
 
   /** Reader options as a user would pass them (the public option names), parsed by the connector. */
   def options(table: TableName, expandMasks: Boolean = true, mode: ParseMode = ParseMode.FailFast,
-      includeSource: Boolean = false): ReplicateOptions =
-    ReplicateOptions.parse(Map("path" -> "/landing", "table" -> table.toString, "expandMasks" -> expandMasks.toString,
+      includeSource: Boolean = false): DecodeOptions =
+    DecodeOptions.parse(Map("path" -> "/landing", "table" -> table.toString, "expandMasks" -> expandMasks.toString,
       "mode" -> mode.name, "includeSource" -> includeSource.toString))
 
   /** A read spec for `table` (all its versions in the registry); `required` defaults to every column. */
-  def readSpec(registry: SchemaRegistry, table: TableName, opts: ReplicateOptions = null,
+  def readSpec(registry: SchemaRegistry, table: TableName, opts: DecodeOptions = null,
       required: StructType => StructType = identity): ReadSpec = {
     val o = if (opts == null) options(table) else opts
     val layout = TableLayout.of(table, registry.tables(table), o)

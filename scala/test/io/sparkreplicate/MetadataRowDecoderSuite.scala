@@ -4,14 +4,19 @@ import org.apache.spark.sql.types.StructType
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkreplicate.Fixtures._
-import io.sparkreplicate.catalyst.{MetadataColumns => M, MetadataSpec, MetadataRowDecoder, Outcome, ReadPlanner}
+import io.sparkreplicate.catalyst.{MetadataColumns => M, MetadataSpec, MetadataRowDecoder, Outcome}
+import io.sparkreplicate.files.{FileOptions, FilePlanner}
 
 class MetadataRowDecoderSuite extends AnyFunSuite {
 
-  private def viewOptions(extra: (String, String)*): ReplicateOptions =
-    ReplicateOptions.parse(Map("path" -> "/landing/_schema", "messages" -> "metadata") ++ extra)
+  private def viewOptions(extra: (String, String)*): DecodeOptions = {
+    val supplied = Map("path" -> "/landing/_schema", "messages" -> "metadata") ++ extra
+    val decode = DecodeOptions.parse(supplied)
+    FileOptions.parse(supplied, decode)
+    decode
+  }
 
-  private def decoder(opts: ReplicateOptions = viewOptions(), required: StructType => StructType = identity) =
+  private def decoder(opts: DecodeOptions = viewOptions(), required: StructType => StructType = identity) =
     new MetadataRowDecoder(MetadataSpec(opts, required(M.schema(opts))))
 
   private def row(dec: MetadataRowDecoder, bytes: Array[Byte]): Map[String, Any] = {
@@ -98,9 +103,9 @@ class MetadataRowDecoderSuite extends AnyFunSuite {
   }
 
   test("option `messages`: data or metadata, any case; another value names the option") {
-    assert(ReplicateOptions.parse(Map("path" -> "/p")).messages == MessageView.Data)
-    assert(ReplicateOptions.parse(Map("path" -> "/p", "MESSAGES" -> "Metadata")).messages == MessageView.Metadata)
-    val bad = intercept[ReplicateException](ReplicateOptions.parse(Map("path" -> "/p", "messages" -> "md")))
+    assert(DecodeOptions.parse(Map("path" -> "/p")).messages == MessageView.Data)
+    assert(DecodeOptions.parse(Map("path" -> "/p", "MESSAGES" -> "Metadata")).messages == MessageView.Metadata)
+    val bad = intercept[ReplicateException](DecodeOptions.parse(Map("path" -> "/p", "messages" -> "md")))
     assert(bad.errorId == ErrorId.InvalidOption && bad.getMessage.contains("`messages`") &&
       bad.getMessage.contains("data, metadata"), bad.getMessage)
   }
@@ -114,9 +119,11 @@ class MetadataRowDecoderSuite extends AnyFunSuite {
     val dir = java.nio.file.Files.createTempDirectory("metaview")
     try {
       writeBytes(dir.resolve("empty.bin").toFile, Array.emptyByteArray)
-      val plan = ReadPlanner.plan(ReplicateOptions.parse(Map("path" -> dir.toString, "messages" -> "metadata")),
+      val supplied = Map("path" -> dir.toString, "messages" -> "metadata")
+      val decode = DecodeOptions.parse(supplied)
+      val plan = FilePlanner.plan(decode, FileOptions.parse(supplied, decode),
         new org.apache.hadoop.conf.Configuration(), _ => fail("the view must not scan for metadata"))
-      assert(plan.layout.isEmpty && plan.files.size == 1 && plan.schema == M.schema(plan.options))
+      assert(plan.query.layout.isEmpty && plan.files.size == 1 && plan.query.schema == M.schema(decode))
     } finally new scala.reflect.io.Directory(dir.toFile).deleteRecursively()
   }
 }

@@ -4,7 +4,7 @@ import org.apache.avro.Schema
 import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.sparkreplicate.ReplicateOptions
+import io.sparkreplicate.DecodeOptions
 import io.sparkreplicate.catalyst.{OutputColumns => C}
 import io.sparkreplicate.codec.{SliceDecoder, TableVersion}
 
@@ -14,7 +14,7 @@ import io.sparkreplicate.codec.{SliceDecoder, TableVersion}
  * copied over: headers as they are, the row images as variants. Only what the query selected is
  * decoded, as in the flat layout.
  */
-final class GenericRecordConverter(writer: Schema, version: TableVersion, out: ReaderRow, options: ReplicateOptions)
+final class GenericRecordConverter(writer: Schema, version: TableVersion, out: ReaderRow, options: DecodeOptions)
   extends MessageConverter {
 
   private val row = out.row

@@ -2,7 +2,7 @@ package io.sparkreplicate.catalyst
 
 import org.apache.spark.sql.types._
 
-import io.sparkreplicate.ReplicateOptions
+import io.sparkreplicate.DecodeOptions
 
 /**
  * The columns of the metadata view (`messages` = `metadata`): one row per metadata message.
@@ -37,5 +37,5 @@ object MetadataColumns {
     PrimaryKey -> ArrayType(StringType, containsNull = false), DataSchema -> StringType
   ).map { case (name, t) => StructField(name, t, nullable = true) }
 
-  def schema(options: ReplicateOptions): StructType = StructType(columns ++ OutputColumns.readerColumns(options))
+  def schema(options: DecodeOptions): StructType = StructType(columns ++ OutputColumns.readerColumns(options))
 }

@@ -2,7 +2,7 @@ package io.sparkreplicate.catalyst
 
 import org.apache.spark.sql.types._
 
-import io.sparkreplicate.{ParseMode, ReplicateOptions}
+import io.sparkreplicate.{DecodeOptions, ParseMode}
 
 /**
  * The output columns of both layouts. The `header__` prefix is Replicate's own change-table
@@ -58,7 +58,7 @@ object OutputColumns {
     StructField("message", StringType, nullable = false)))
 
   /** The headers every data row has, fixed and (with `expandMasks`) expanded masks. */
-  def headerColumns(options: ReplicateOptions): Seq[StructField] = headers ++ (if (options.expandMasks) {
+  def headerColumns(options: DecodeOptions): Seq[StructField] = headers ++ (if (options.expandMasks) {
     Seq(ChangedColumns, PresentColumns).map(StructField(_, ArrayType(StringType, containsNull = false)))
   } else Nil)
 
@@ -66,7 +66,7 @@ object OutputColumns {
    * Flat: the table's columns, the headers, the before image as a struct of the columns. Generic:
    * the schema and table names, the headers, then `data` and the before image as variants.
    */
-  def schema(layout: OutputLayout, options: ReplicateOptions): StructType = {
+  def schema(layout: OutputLayout, options: DecodeOptions): StructType = {
     val main = layout match {
       case t: TableLayout => t.columns ++ headerColumns(options) :+ StructField(BeforeImage, t.struct)
       case _: GenericLayout =>
@@ -77,7 +77,7 @@ object OutputColumns {
   }
 
   /** The columns every view ends with: `header__source` and PERMISSIVE's corrupt record, when asked. */
-  def readerColumns(options: ReplicateOptions): Seq[StructField] = {
+  def readerColumns(options: DecodeOptions): Seq[StructField] = {
     val source = if (options.includeSource) Seq(StructField(Source, sourceType)) else Nil
     val corrupt = if (options.mode == ParseMode.Permissive) {
       Seq(StructField(options.columnNameOfCorruptRecord, corruptRecordType))

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.types.{DataType, Metadata, MetadataBuilder, StructField, StructType}
 
-import io.sparkreplicate.{ErrorId, ReplicateException, ReplicateOptions, SchemaEvolution}
+import io.sparkreplicate.{DecodeOptions, ErrorId, ReplicateException, SchemaEvolution}
 import io.sparkreplicate.codec.{AvroSchemas, TableName, TableVersion}
 
 /** The shape of a read's rows: one table's typed columns, or every table's rows as variants. */
@@ -37,7 +37,7 @@ object TableLayout {
    * that later versions dropped, newest drop first. Under `latest`: the latest version's columns
    * only. Under `fail`: the one version, or an error naming them all.
    */
-  def of(table: TableName, versions: Seq[TableVersion], options: ReplicateOptions): TableLayout = {
+  def of(table: TableName, versions: Seq[TableVersion], options: DecodeOptions): TableLayout = {
     val newestFirst = versions.sortBy(-_.tableVersion)
     if (options.schemaEvolution == SchemaEvolution.Fail && versions.size > 1) throw new ReplicateException(
       ErrorId.SchemaEvolved, s"$table has ${versions.size} versions in the metadata read " +

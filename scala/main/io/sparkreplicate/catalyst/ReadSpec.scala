@@ -2,12 +2,12 @@ package io.sparkreplicate.catalyst
 
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.ReplicateOptions
+import io.sparkreplicate.DecodeOptions
 import io.sparkreplicate.codec.SchemaRegistry
 
-/** Everything an executor needs to turn landed messages into rows; broadcast once per scan. */
+/** Everything an executor needs to turn messages into rows; shipped once per scan. */
 sealed trait RowSpec extends Serializable {
-  def options: ReplicateOptions
+  def options: DecodeOptions
   /** The output columns the query selected. */
   def required: StructType
 }
@@ -17,11 +17,11 @@ sealed trait RowSpec extends Serializable {
  * pushed-down filters let the reader remove without decoding rows.
  */
 final case class ReadSpec(
-    options: ReplicateOptions,
+    options: DecodeOptions,
     registry: SchemaRegistry,
     layout: OutputLayout,
     required: StructType,
     filter: MessageFilter = MessageFilter.KeepAll) extends RowSpec
 
 /** The metadata view: one row per metadata message; no registry is needed to decode them. */
-final case class MetadataSpec(options: ReplicateOptions, required: StructType) extends RowSpec
+final case class MetadataSpec(options: DecodeOptions, required: StructType) extends RowSpec

@@ -1,7 +1,5 @@
 package io.sparkreplicate.files
 
-import io.sparkreplicate.Framing
-
 /**
  * A byte range of one landed file, read by one task. Only Avro container files are ever split
  * (at sync markers); every other framing is read whole, so `start` is 0 and `length` the file's.

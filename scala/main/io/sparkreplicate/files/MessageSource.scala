@@ -5,7 +5,7 @@ import java.io.Closeable
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
-import io.sparkreplicate.{DecodeLimits, ErrorId, Framing, MalformedMessageException, ReplicateException}
+import io.sparkreplicate.{DecodeLimits, ErrorId, MalformedMessageException, ReplicateException}
 import io.sparkreplicate.codec.Envelope
 
 /**

@@ -4,8 +4,6 @@ import scala.collection.mutable.ArrayBuffer
 
 import org.apache.hadoop.fs.FileStatus
 
-import io.sparkreplicate.Framing
-
 /**
  * Cuts files into splits and packs the splits into tasks, with the same sizing rule as Spark's
  * own file sources: a split is at most `maxPartitionBytes`, smaller when the input is small so

@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import io.sparkreplicate.{ErrorId, ReplicateException}
-import io.sparkreplicate.catalyst.ReadPlan
+import io.sparkreplicate.files.FilePlan
 
 /**
  * `spark.read.format("replicate")`. The schema is decided by the metadata messages, so it is
@@ -19,23 +19,23 @@ import io.sparkreplicate.catalyst.ReadPlan
  * built for the first call serves the second.
  */
 final class ReplicateDataSource extends TableProvider with DataSourceRegister {
-  private var planned: Option[(Map[String, String], ReadPlan)] = None
+  private var planned: Option[(Map[String, String], FilePlan)] = None
 
   override def shortName(): String = "replicate"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    plan(options.asCaseSensitiveMap().asScala.toMap).schema
+    plan(options.asCaseSensitiveMap().asScala.toMap).query.schema
 
   override def getTable(schema: StructType, partitioning: Array[Transform],
       properties: util.Map[String, String]): Table = {
     val readPlan = plan(properties.asScala.toMap)
-    if (schema != null && schema != readPlan.schema) throw new ReplicateException(ErrorId.InvalidOption,
+    if (schema != null && schema != readPlan.query.schema) throw new ReplicateException(ErrorId.InvalidOption,
       "the replicate source decides its schema from Replicate's metadata messages; do not pass " +
         "a schema to the reader (select or cast columns afterwards instead)")
     new ReplicateTable(readPlan, properties.asScala.toMap)
   }
 
-  private def plan(options: Map[String, String]): ReadPlan = planned match {
+  private def plan(options: Map[String, String]): FilePlan = planned match {
     case Some((seen, readPlan)) if seen == options => readPlan
     case _ =>
       val readPlan = ReplicatePlanning.plan(options)

@@ -5,13 +5,16 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.PartitionReader
 
-import io.sparkreplicate.catalyst.{ChangeRowReader, RowSpec}
-import io.sparkreplicate.files.FileSplit
+import io.sparkreplicate.catalyst.{MessageReader, ReadCounters, RowSpec}
+import io.sparkreplicate.files.{FileMessageInput, FileOptions, FileSplit}
 
 final class ReplicatePartitionReader(splits: Seq[FileSplit], conf: Configuration, spec: RowSpec,
-    totals: ScanCounters) extends PartitionReader[InternalRow] {
+    options: FileOptions, totals: ScanCounters) extends PartitionReader[InternalRow] {
 
-  private val reader = new ChangeRowReader(splits, conf, spec)
+  private val reader = {
+    val counters = new ReadCounters
+    new MessageReader(new FileMessageInput(splits, conf, options, spec.options.limits, counters), spec, counters)
+  }
 
   override def next(): Boolean = reader.next()
   override def get(): InternalRow = reader.get

@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
 import io.sparkreplicate.catalyst.RowSpec
-import io.sparkreplicate.files.SerializableConfiguration
+import io.sparkreplicate.files.{FileOptions, SerializableConfiguration}
 
 /**
  * Carries the row spec and the Hadoop configuration itself rather than broadcasting them: a
@@ -13,10 +13,10 @@ import io.sparkreplicate.files.SerializableConfiguration
  * Spark deserializes with the session's class loader. The task binary is itself broadcast once
  * per stage, so this costs no more than the broadcasts did.
  */
-final class ReplicatePartitionReaderFactory(counters: ScanCounters, spec: RowSpec,
+final class ReplicatePartitionReaderFactory(counters: ScanCounters, spec: RowSpec, options: FileOptions,
     conf: SerializableConfiguration) extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
     new ReplicatePartitionReader(partition.asInstanceOf[ReplicateInputPartition].splits.toSeq,
-      conf.value, spec, counters)
+      conf.value, spec, options, counters)
 }

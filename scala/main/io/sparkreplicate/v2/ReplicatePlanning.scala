@@ -6,28 +6,29 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.sql.SparkSession
 
-import io.sparkreplicate.{Redaction, ReplicateException, ReplicateOptions}
-import io.sparkreplicate.catalyst.{MetadataScanner, ReadPlan, ReadPlanner}
+import io.sparkreplicate.{DecodeOptions, Redaction, ReplicateException, SessionDefaults}
 import io.sparkreplicate.codec.TableVersion
-import io.sparkreplicate.files.{FileSplit, SerializableConfiguration, SplitPlanner}
+import io.sparkreplicate.files.{FileOptions, FilePlan, FilePlanner, FileSplit, SerializableConfiguration, SplitPlanner}
 
 /** Binds the format layer's planner to the active session: its configuration and its cluster. */
 private[v2] object ReplicatePlanning {
   /** Below this much data-topic input, metadata is collected on the driver instead of by a job. */
   private val DriverScanBytes = 32L * 1024 * 1024
 
-  def plan(options: Map[String, String]): ReadPlan = {
+  def plan(options: Map[String, String]): FilePlan = {
     val spark = SparkSession.active
-    val parsed = ReplicateOptions.parse(options, ReplicateOptions.SessionDefaults(
+    val session = SessionDefaults(
       columnNameOfCorruptRecord = spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"),
       timeZone = spark.conf.get("spark.sql.session.timeZone"),
       ignoreCorruptFiles = spark.conf.get("spark.sql.files.ignoreCorruptFiles", "false").toBoolean,
       ignoreMissingFiles = spark.conf.get("spark.sql.files.ignoreMissingFiles", "false").toBoolean,
       redactionRegex = spark.conf.get("spark.redaction.regex", Redaction.DefaultKeyRegex),
-      stringRedactionRegex = spark.conf.getOption("spark.sql.redaction.string.regex")))
+      stringRedactionRegex = spark.conf.getOption("spark.sql.redaction.string.regex"))
+    val decode = DecodeOptions.parse(options, session)
+    val files = FileOptions.parse(options, decode, session)
     val conf = hadoopConf(spark, options)
-    try ReadPlanner.plan(parsed, conf, scanDataTopics(spark, conf, parsed)) catch {
-      case e: ReplicateException => throw parsed.redaction(e)
+    try FilePlanner.plan(decode, files, conf, scanDataTopics(spark, conf, files, decode)) catch {
+      case e: ReplicateException => throw decode.redaction(e)
     }
   }
 
@@ -47,16 +48,19 @@ private[v2] object ReplicatePlanning {
   private def bytes(spark: SparkSession, key: String, default: String): Long =
     JavaUtils.byteStringAsBytes(spark.conf.get(key, default))
 
-  private def scanDataTopics(spark: SparkSession, conf: Configuration, options: ReplicateOptions)
-      (splits: Seq[FileSplit]): Seq[TableVersion] =
+  private def scanDataTopics(spark: SparkSession, conf: Configuration, options: FileOptions, decode: DecodeOptions)
+      (splits: Seq[FileSplit]): Seq[TableVersion] = {
+    val limits = decode.limits
     if (splits.map(_.length).sum <= DriverScanBytes) {
-      splits.flatMap(MetadataScanner.scan(_, conf, options, strict = false))
+      splits.flatMap(FilePlanner.scanMetadata(_, conf, options, limits, strict = false))
     } else {
       val shipped = new SerializableConfiguration(conf)
       spark.sparkContext.parallelize(splits, math.max(1, math.min(splits.size, spark.sparkContext.defaultParallelism * 4)))
-        .mapPartitions(_.flatMap(MetadataScanner.scan(_, shipped.value, options, strict = false)).map(serialize))
+        .mapPartitions(_.flatMap(FilePlanner.scanMetadata(_, shipped.value, options, limits, strict = false))
+          .map(serialize))
         .collect().toSeq.map(deserialize)
     }
+  }
 
   // The metadata job returns bytes: the driver deserializes task results with a class loader that
   // does not see a jar added to a Spark Connect session (`addArtifacts`), while this code's does.

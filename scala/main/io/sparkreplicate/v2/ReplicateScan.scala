@@ -6,18 +6,18 @@ import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionRead
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.catalyst.{MessageFilter, ReadPlan, ReadPlanner, VersionDecision}
-import io.sparkreplicate.files.SerializableConfiguration
+import io.sparkreplicate.catalyst.{MessageFilter, VersionDecision}
+import io.sparkreplicate.files.{FilePlan, FilePlanner, SerializableConfiguration}
 
 /** @param pushed the filters `filter` was built from, for EXPLAIN */
-final class ReplicateScan(private val plan: ReadPlan, private val options: Map[String, String],
+final class ReplicateScan(private val plan: FilePlan, private val options: Map[String, String],
     private val required: StructType, private val pushed: Seq[Filter], private val filter: MessageFilter)
     extends Scan with Batch {
   private lazy val spark = SparkSession.active
   private lazy val conf = ReplicatePlanning.hadoopConf(spark, options)
 
   private lazy val partitions: Array[InputPartition] =
-    ReadPlanner.dataSplits(plan, conf, ReplicatePlanning.splitPlanner(spark))
+    FilePlanner.dataSplits(plan, conf, ReplicatePlanning.splitPlanner(spark))
       .map(splits => ReplicateInputPartition(splits.toArray): InputPartition).toArray
 
   override def readSchema(): StructType = required
@@ -25,15 +25,15 @@ final class ReplicateScan(private val plan: ReadPlan, private val options: Map[S
 
   /** The versions actually read: those the pushed filters do not remove whole. */
   override def description(): String = {
-    val read = plan.layout.fold(s"messages=${plan.subject}") { layout =>
+    val read = plan.query.layout.fold(s"messages=${plan.query.subject}") { layout =>
       val tables = layout.tables.map { t =>
         val versions = plan.registry.tables(t).filter(filter.forVersion(_) != VersionDecision.SkipAll)
         s"$t(versions=${versions.map(_.tableVersion).mkString(",")})"
       }
-      s"layout=${plan.layoutName}, tables=${tables.mkString(", ")}"
+      s"layout=${plan.query.layoutName}, tables=${tables.mkString(", ")}"
     }
     s"Replicate [$read, pushedFilters=${pushed.mkString("[", ", ", "]")}, files=${plan.files.size}, " +
-      s"mode=${plan.options.mode.name}, framing=${plan.options.framing.name}]"
+      s"mode=${plan.query.options.mode.name}, framing=${plan.options.framing.name}]"
   }
 
   override def planInputPartitions(): Array[InputPartition] = partitions
@@ -42,7 +42,8 @@ final class ReplicateScan(private val plan: ReadPlan, private val options: Map[S
     val sc = spark.sparkContext
     val counters = ScanCounters(sc)
     ReplicateReadMetrics.track(spark, counters)
-    new ReplicatePartitionReaderFactory(counters, plan.rowSpec(required, filter), new SerializableConfiguration(conf))
+    new ReplicatePartitionReaderFactory(counters, plan.query.rowSpec(plan.registry, required, filter), plan.options,
+      new SerializableConfiguration(conf))
   }
 
   override def supportedCustomMetrics(): Array[CustomMetric] = ReplicateMetrics.all

@@ -4,16 +4,17 @@ import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownF
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.catalyst.{MessageFilter, OutputColumns, ReadPlan}
+import io.sparkreplicate.catalyst.{MessageFilter, OutputColumns}
+import io.sparkreplicate.files.FilePlan
 
 /**
  * Column pruning: columns the query does not select are skipped, not decoded. Filter pushdown:
  * filters on the table, its version and the operation remove messages before their rows are
  * decoded ([[MessageFilter]]).
  */
-final class ReplicateScanBuilder(plan: ReadPlan, options: Map[String, String]) extends ScanBuilder
+final class ReplicateScanBuilder(plan: FilePlan, options: Map[String, String]) extends ScanBuilder
     with SupportsPushDownRequiredColumns with SupportsPushDownFilters {
-  private var required: StructType = plan.schema
+  private var required: StructType = plan.query.schema
   private var pushed: Seq[Filter] = Nil
   private var filter = MessageFilter.KeepAll
 
@@ -22,9 +23,9 @@ final class ReplicateScanBuilder(plan: ReadPlan, options: Map[String, String]) e
    * to decode); the small `header__source` and corrupt-record structs are always produced whole.
    */
   override def pruneColumns(requiredSchema: StructType): Unit = {
-    val full = plan.schema
+    val full = plan.query.schema
     required = StructType(requiredSchema.map { field =>
-      if (field.name == OutputColumns.Source || field.name == plan.options.columnNameOfCorruptRecord) full(field.name)
+      if (field.name == OutputColumns.Source || field.name == plan.query.options.columnNameOfCorruptRecord) full(field.name)
       else field
     })
   }
@@ -34,7 +35,7 @@ final class ReplicateScanBuilder(plan: ReadPlan, options: Map[String, String]) e
    * would return: the pushed ones only spare the decoding of rows that would be filtered anyway.
    */
   override def pushFilters(filters: Array[Filter]): Array[Filter] = {
-    val (used, model) = MessageFilter.push(filters.toSeq, plan.options.mode)
+    val (used, model) = MessageFilter.push(filters.toSeq, plan.query.options.mode)
     pushed = used
     filter = model
     filters

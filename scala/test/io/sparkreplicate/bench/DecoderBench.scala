@@ -23,10 +23,10 @@ import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
-import io.sparkreplicate.{Framing, ReplicateOptions}
-import io.sparkreplicate.catalyst.{ChangeRowDecoder, MetadataScanner, OutputColumns => C, Outcome, ReadSpec, TableLayout}
+import io.sparkreplicate.DecodeOptions
+import io.sparkreplicate.catalyst.{ChangeRowDecoder, OutputColumns => C, Outcome, ReadSpec, TableLayout}
 import io.sparkreplicate.codec.{SchemaRegistry, TableVersion}
-import io.sparkreplicate.files.{FileSplit, MessageSource}
+import io.sparkreplicate.files.{FileOptions, FilePlanner, FileSplit, Framing, MessageSource}
 
 /**
  * Micro-benchmark of the decoder alone, on one thread, with no Spark job: the connector's
@@ -53,14 +53,16 @@ object DecoderBench {
     val warmup = math.max(1.0, seconds / 2)
     val conf = new Configuration()
     // Avro types, as the generic baseline decodes them (and as the benchmark's compared contenders do).
-    def optionsWith(extra: (String, String)*) = ReplicateOptions.parse(Map("path" -> s"$root/bench",
-      "schemaTopic" -> s"$root/_schema", "table" -> table, "sourceTypes" -> "false") ++ extra)
+    val supplied = Map("path" -> s"$root/bench", "schemaTopic" -> s"$root/_schema", "table" -> table,
+      "sourceTypes" -> "false")
+    def optionsWith(extra: (String, String)*) = DecodeOptions.parse(supplied ++ extra)
     val options = optionsWith()
-    val registry = schemaRegistry(root, options, conf)
+    val fileOptions = FileOptions.parse(supplied, options)
+    val registry = schemaRegistry(root, fileOptions, options, conf)
     val spec = readSpec(registry, options)
     // The same read with raw masks only: the difference is what expanding masks into names costs.
     val noMasksSpec = readSpec(registry, optionsWith("expandMasks" -> "false"))
-    val messages = Messages.load(s"$root/bench", conf, options, messageArg.toInt)
+    val messages = Messages.load(s"$root/bench", conf, fileOptions, options, messageArg.toInt)
     println(s"DecoderBench: ${messages.count} messages of $table (${messages.totalBytes / messages.count} bytes on average)")
 
     val connector = new ChangeRowDecoder(spec)
@@ -155,16 +157,18 @@ object DecoderBench {
     Result(key, label, sorted(sorted.size / 2).toDouble / count, allocated.toDouble / (count.toLong * passes.size), passes.size)
   }
 
-  private def schemaRegistry(root: String, options: ReplicateOptions, conf: Configuration): SchemaRegistry = {
+  private def schemaRegistry(root: String, options: FileOptions, decode: DecodeOptions, conf: Configuration)
+      : SchemaRegistry = {
     val schemaFiles = Files.list(Paths.get(root, "_schema")).iterator.asScala.toSeq.sortBy(_.toString)
     val versions = schemaFiles.flatMap { p =>
       val length = Files.size(p)
-      MetadataScanner.scan(FileSplit(p.toUri.toString, 0, length, length, Framing.Auto), conf, options, strict = true)
+      FilePlanner.scanMetadata(FileSplit(p.toUri.toString, 0, length, length, Framing.Auto), conf, options,
+        decode.limits, strict = true)
     }
     SchemaRegistry.build(versions, options.schemaTopic)
   }
 
-  private def readSpec(registry: SchemaRegistry, options: ReplicateOptions): ReadSpec = {
+  private def readSpec(registry: SchemaRegistry, options: DecodeOptions): ReadSpec = {
     val table = registry.tables.keys.find(_.toString == options.table.get.toString).get
     val layout = TableLayout.of(table, registry.tables(table), options)
     ReadSpec(options, registry, layout, C.schema(layout, options))
@@ -176,7 +180,7 @@ object DecoderBench {
   }
 
   object Messages {
-    def load(dir: String, conf: Configuration, options: ReplicateOptions, limit: Int): Messages = {
+    def load(dir: String, conf: Configuration, options: FileOptions, decode: DecodeOptions, limit: Int): Messages = {
       val files = Files.list(Paths.get(dir)).iterator.asScala.filter(_.toString.endsWith(".avro")).toSeq.sortBy(_.toString)
       val buffer = new java.io.ByteArrayOutputStream()
       val offsets = mutable.ArrayBuffer.empty[Int]
@@ -184,7 +188,7 @@ object DecoderBench {
       for (p <- files if offsets.size < limit) {
         val length = Files.size(p)
         val source = MessageSource.open(FileSplit(p.toUri.toString, 0, length, length, Framing.Auto), conf,
-          options.valueField, options.limits)
+          options.valueField, decode.limits)
         try {
           while (offsets.size < limit && source.next()) {
             offsets += buffer.size
