@@ -29,6 +29,9 @@ def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] =
                 "spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
                 "spark.sql.shuffle.partitions": "2", "spark.driver.host": "127.0.0.1",
                 "spark.driver.bindAddress": "127.0.0.1", "spark.sql.warehouse.dir": str(workdir / "warehouse")}
+    if jars:
+        # The connector's SQL functions (from_replicate), as configure_spark sets them on a classic session.
+        settings["spark.sql.extensions"] = "io.sparkreplicate.ReplicateExtensions"
     args = ["--class", SERVER_CLASS, "--master", master, *(["--jars", ",".join(jars)] if jars else [])]
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]

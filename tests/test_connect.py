@@ -74,6 +74,29 @@ def test_read_over_connect_returns_the_rows_written(remote, avro_zone):
 
 
 @pytest.mark.connect
+def test_from_replicate_over_connect_calls_the_function_the_servers_extensions_registered(connect_url,
+                                                                                          landing_zone):
+    """In a client process of its own: pyspark's functions build Connect columns only in a
+    process whose session is remote."""
+    zone = landing_zone("message")
+    paths, schema_topic = [str(p) for p in zone.topics.values()], str(zone.schema_topic)
+    result = run_python(f"""
+        import json
+        from pyspark.sql import SparkSession, functions as F
+        from spark_replicate.functions import from_replicate
+        spark = SparkSession.builder.remote({connect_url!r}).getOrCreate()
+        values = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load({paths!r})
+                  .select(F.col("content").alias("value")))
+        decoded = values.select(from_replicate("value", {{"schemaTopic": {schema_topic!r}, "table": {TABLE!r}}})
+                                .alias("r")).where("r IS NOT NULL").select("r.EMP_ID", "r.header__operation")
+        print("RESULT=" + json.dumps(sorted([r.EMP_ID, r.header__operation] for r in decoded.collect())))
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = sorted([row["EMP_ID"], row["header__operation"]] for row in expected_rows(zone, TABLE))
+    assert json.loads(result.stdout.split("RESULT=", 1)[1]) == expected
+
+
+@pytest.mark.connect
 def test_list_tables_and_read_tables_over_connect(remote, avro_zone):
     names = sorted(t.name for t in avro_zone.tables)
     assert spark_replicate.list_tables(remote, str(avro_zone.schema_topic)) == names

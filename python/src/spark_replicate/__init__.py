@@ -4,6 +4,7 @@ The connector itself is a Scala DataSource V2 jar shipped inside this package;
 :func:`configure_spark` puts it on a session before the JVM starts.
 """
 
+from spark_replicate import functions
 from spark_replicate._jar import ReplicateSetupError, jar_path
 from spark_replicate.cdc import history, latest_state
 from spark_replicate.inspection import inspect
@@ -11,5 +12,5 @@ from spark_replicate.session import configure_spark, last_read_metrics, list_tab
 
 __version__ = "0.1.0"
 __all__ = ["configure_spark", "read", "read_tables", "list_tables", "inspect", "last_read_metrics", "latest_state",
-           "history", "jar_path",
+           "history", "functions", "jar_path",
            "ReplicateSetupError", "__version__"]

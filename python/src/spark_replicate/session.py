@@ -12,10 +12,13 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_replicate._jar import ReplicateSetupError, check_spark_version, jar_path
 
 Paths = Union[str, Iterable[str]]
+# Registers the connector's SQL functions (``from_replicate``) in the session.
+EXTENSIONS = "io.sparkreplicate.ReplicateExtensions"
 
 
 def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Adds the bundled connector jar to ``builder`` and returns it.
+    """Adds the bundled connector jar and its SQL functions (``spark.sql.extensions``) to ``builder``
+    and returns it.
 
     Call it before the first ``getOrCreate()``: a JVM cannot take the jar once it runs, so a
     running SparkContext without it is an error rather than a silent no-op. A builder for a Spark
@@ -42,8 +45,15 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
             "(stopping a session does not stop its JVM); call spark_replicate.configure_spark "
             "before the first getOrCreate() of the process, or use a new process"
         )
-    existing = getattr(builder, "_options", {}).get("spark.jars")
-    return builder.config("spark.jars", f"{existing},{jar}" if existing else jar)
+    return _append(_append(builder, "spark.jars", jar), "spark.sql.extensions", EXTENSIONS)
+
+
+def _append(builder: SparkSession.Builder, key: str, value: str) -> SparkSession.Builder:
+    """Adds ``value`` to the comma-separated setting ``key`` of ``builder``, keeping what is there."""
+    existing = getattr(builder, "_options", {}).get(key)
+    if existing and value in existing.split(","):
+        return builder
+    return builder.config(key, f"{existing},{value}" if existing else value)
 
 
 def _refuse_remote(builder: SparkSession.Builder) -> None:

@@ -33,6 +33,7 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
       .config("spark.ui.enabled", "false")
       .config("spark.sql.session.timeZone", "UTC")
       .config("spark.sql.shuffle.partitions", "2")
+      .config("spark.sql.extensions", classOf[ReplicateExtensions].getName)
       .getOrCreate()
     root = Files.createTempDirectory("replicate-landing").toFile
     writeLandingZone()
@@ -363,6 +364,29 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(pushed.select("emp_no").collect().map(_.getInt(0)).toSeq == Seq(2))
     val plan = pushed.queryExecution.executedPlan.toString
     assert(plan.contains("employees.salaries(versions=2)") && plan.contains("EqualTo(header__table_version,2)"), plan)
+  }
+
+  test("from_replicate on a binary column returns the reader's rows for the same options, null for others") {
+    val session = spark
+    import session.implicits._
+    val values = (sampleMetadataEnvelope +: changes.map(_.envelope)).toDF("value")
+    val options = Map("schemaTopic" -> path("schema"), "table" -> "employees.salaries")
+    val decoded = values.select(functions.from_replicate($"value", options).as("r"))
+    val expected = salariesDf()
+    assert(decoded.schema("r").dataType == expected.schema)
+    assert(decoded.where("r IS NOT NULL").select("r.*").collect().toSeq.sortBy(sortKey) ==
+      expected.collect().toSeq.sortBy(sortKey))
+    assert(decoded.where("r IS NULL").count() == 1 + changes.count(_.table != salaries))
+    values.createOrReplaceTempView("salary_messages")
+    val sql = spark.sql(s"SELECT from_replicate(value, map('schemaTopic', '${path("schema")}', " +
+      "'table', 'employees.salaries')).emp_no AS emp_no FROM salary_messages")
+    assert(sql.where("emp_no IS NOT NULL").count() == changes.count(_.table == salaries))
+    assert(sql.queryExecution.analyzed.toString.contains("from_replicate(value"))
+    val javaOptions = new java.util.HashMap[String, String]()
+    options.foreach { case (k, v) => javaOptions.put(k, v) }
+    javaOptions.put("mode", "DROPMALFORMED")
+    val refused = replicateError(values.select(functions.from_replicate($"value", javaOptions)).schema)
+    assert(refused.errorId == ErrorId.InvalidOption && refused.getMessage.contains("PERMISSIVE"))
   }
 }
 

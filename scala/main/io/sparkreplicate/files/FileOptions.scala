@@ -37,7 +37,23 @@ object FileOptions {
 
   /** @param decode the same options' decoding part, already parsed (its redaction applies here too) */
   def parse(options: Map[String, String], decode: DecodeOptions, session: SessionDefaults = SessionDefaults())
-      : FileOptions = try {
+      : FileOptions = parse(options, decode, session, o => dataPaths(o.get("paths"), o.get("path")))
+
+  /**
+   * For decoding messages that are not in files (a binary column): no data paths, and the
+   * metadata from the landed schema topic, which is then required.
+   */
+  def schemaTopicOnly(options: Map[String, String], decode: DecodeOptions, session: SessionDefaults): FileOptions = {
+    val parsed = parse(options, decode, session, _ => Nil)
+    if (parsed.schemaTopic.isEmpty) throw decode.redaction(new ReplicateException(ErrorId.InvalidOption,
+      s"set the option `$SchemaTopic` to the landed topic that holds Replicate's metadata messages: a " +
+        s"binary column carries no metadata of its own (or read `${DecodeOptions.Messages}` = " +
+        s"${MessageView.Metadata.name}, which needs none)"))
+    parsed
+  }
+
+  private def parse(options: Map[String, String], decode: DecodeOptions, session: SessionDefaults,
+      paths: OptionMap => Seq[String]): FileOptions = try {
     val o = new OptionMap(options)
     // The metadata view reads the loaded paths themselves; a schema topic beside them is a mistake.
     if (decode.messages == MessageView.Metadata && o.nonBlank(SchemaTopic).nonEmpty) {
@@ -46,7 +62,7 @@ object FileOptions {
         "loaded paths: load the schema topic's paths instead")
     }
     FileOptions(
-      paths = dataPaths(o.get("paths"), o.get("path")),
+      paths = paths(o),
       schemaTopic = o.get(SchemaTopic).toSeq.flatMap(_.split(',')).map(_.trim).filter(_.nonEmpty),
       framing = o.oneOf(FramingOption, Framing.all, Framing.Auto)(_.name),
       valueField = o.nonBlank(ValueField).getOrElse("value"),

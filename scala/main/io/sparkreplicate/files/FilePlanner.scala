@@ -25,16 +25,19 @@ object FilePlanner {
     if (decode.messages == MessageView.Metadata) {
       FilePlan(QuerySchema.metadataView(decode), options, files, SchemaRegistry.build(Nil, options.paths))
     } else {
-      val registry = if (options.schemaTopic.nonEmpty) {
-        val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
-        // The schema topic may be landed differently from the data: its framing is always detected.
-        SchemaRegistry.build(wholeFileSplits(schemaFiles, Framing.Auto)
-          .flatMap(scanMetadata(_, conf, options, decode.limits, strict = true)), options.schemaTopic)
-      } else {
+      val registry = if (options.schemaTopic.nonEmpty) schemaTopicRegistry(options, decode.limits, conf) else {
         SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
       }
       FilePlan(QuerySchema.of(decode, registry), options, files, registry)
     }
+  }
+
+  /** The metadata of the landed schema topic, which the registry needs whole. */
+  def schemaTopicRegistry(options: FileOptions, limits: DecodeLimits, conf: Configuration): SchemaRegistry = {
+    val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
+    // The schema topic may be landed differently from the data: its framing is always detected.
+    SchemaRegistry.build(wholeFileSplits(schemaFiles, Framing.Auto)
+      .flatMap(scanMetadata(_, conf, options, limits, strict = true)), options.schemaTopic)
   }
 
   /**

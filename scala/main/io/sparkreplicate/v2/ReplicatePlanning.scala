@@ -3,12 +3,12 @@ package io.sparkreplicate.v2
 import java.io.{ByteArrayInputStream, ByteArrayOutputStream, ObjectInputStream, ObjectOutputStream, ObjectStreamClass}
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.sql.SparkSession
 
-import io.sparkreplicate.{DecodeOptions, Redaction, ReplicateException, SessionDefaults}
+import io.sparkreplicate.{DecodeOptions, ReplicateException}
 import io.sparkreplicate.codec.TableVersion
-import io.sparkreplicate.files.{FileOptions, FilePlan, FilePlanner, FileSplit, SerializableConfiguration, SplitPlanner}
+import io.sparkreplicate.files.{FileOptions, FilePlan, FilePlanner, FileSplit, SerializableConfiguration}
+import io.sparkreplicate.sql.SessionBinding
 
 /** Binds the format layer's planner to the active session: its configuration and its cluster. */
 private[v2] object ReplicatePlanning {
@@ -17,36 +17,14 @@ private[v2] object ReplicatePlanning {
 
   def plan(options: Map[String, String]): FilePlan = {
     val spark = SparkSession.active
-    val session = SessionDefaults(
-      columnNameOfCorruptRecord = spark.conf.get("spark.sql.columnNameOfCorruptRecord", "_corrupt_record"),
-      timeZone = spark.conf.get("spark.sql.session.timeZone"),
-      ignoreCorruptFiles = spark.conf.get("spark.sql.files.ignoreCorruptFiles", "false").toBoolean,
-      ignoreMissingFiles = spark.conf.get("spark.sql.files.ignoreMissingFiles", "false").toBoolean,
-      redactionRegex = spark.conf.get("spark.redaction.regex", Redaction.DefaultKeyRegex),
-      stringRedactionRegex = spark.conf.getOption("spark.sql.redaction.string.regex"))
+    val session = SessionBinding.defaults(spark)
     val decode = DecodeOptions.parse(options, session)
     val files = FileOptions.parse(options, decode, session)
-    val conf = hadoopConf(spark, options)
+    val conf = SessionBinding.hadoopConf(spark, options)
     try FilePlanner.plan(decode, files, conf, scanDataTopics(spark, conf, files, decode)) catch {
       case e: ReplicateException => throw decode.redaction(e)
     }
   }
-
-  /** Like Spark's file sources, every read option is also visible to the Hadoop file system. */
-  def hadoopConf(spark: SparkSession, options: Map[String, String]): Configuration = {
-    val conf = new Configuration(spark.sparkContext.hadoopConfiguration)
-    options.foreach { case (k, v) => if (k != "path" && k != "paths") conf.set(k, v) }
-    conf
-  }
-
-  def splitPlanner(spark: SparkSession): SplitPlanner = SplitPlanner(
-    maxPartitionBytes = bytes(spark, "spark.sql.files.maxPartitionBytes", "128m"),
-    openCostInBytes = bytes(spark, "spark.sql.files.openCostInBytes", "4m"),
-    minPartitions = spark.conf.getOption("spark.sql.files.minPartitionNum").map(_.toInt)
-      .getOrElse(spark.sparkContext.defaultParallelism))
-
-  private def bytes(spark: SparkSession, key: String, default: String): Long =
-    JavaUtils.byteStringAsBytes(spark.conf.get(key, default))
 
   private def scanDataTopics(spark: SparkSession, conf: Configuration, options: FileOptions, decode: DecodeOptions)
       (splits: Seq[FileSplit]): Seq[TableVersion] = {

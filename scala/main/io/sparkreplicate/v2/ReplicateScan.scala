@@ -8,16 +8,17 @@ import org.apache.spark.sql.types.StructType
 
 import io.sparkreplicate.catalyst.{MessageFilter, VersionDecision}
 import io.sparkreplicate.files.{FilePlan, FilePlanner, SerializableConfiguration}
+import io.sparkreplicate.sql.SessionBinding
 
 /** @param pushed the filters `filter` was built from, for EXPLAIN */
 final class ReplicateScan(private val plan: FilePlan, private val options: Map[String, String],
     private val required: StructType, private val pushed: Seq[Filter], private val filter: MessageFilter)
     extends Scan with Batch {
   private lazy val spark = SparkSession.active
-  private lazy val conf = ReplicatePlanning.hadoopConf(spark, options)
+  private lazy val conf = SessionBinding.hadoopConf(spark, options)
 
   private lazy val partitions: Array[InputPartition] =
-    FilePlanner.dataSplits(plan, conf, ReplicatePlanning.splitPlanner(spark))
+    FilePlanner.dataSplits(plan, conf, SessionBinding.splitPlanner(spark))
       .map(splits => ReplicateInputPartition(splits.toArray): InputPartition).toArray
 
   override def readSchema(): StructType = required

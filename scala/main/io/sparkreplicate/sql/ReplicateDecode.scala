@@ -1,0 +1,61 @@
+package io.sparkreplicate.sql
+
+import org.apache.spark.sql.catalyst.expressions.{ExpectsInputTypes, Expression, UnaryExpression}
+import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, CodeGenerator, ExprCode}
+import org.apache.spark.sql.types.{BinaryType, DataType}
+
+import io.sparkreplicate.{MalformedMessageException, ParseMode, ReplicateException}
+import io.sparkreplicate.catalyst.{Outcome, RowDecoder, RowSpec}
+
+/**
+ * `from_replicate(value, options)`: one Replicate message in a binary column becomes a struct of
+ * the reader's columns for the same options, decoded by the reader's own decoder. A metadata
+ * message, or a data message of a table not read, gives null. A malformed message fails the
+ * query (FAILFAST) or gives a struct whose corrupt-record field holds the bytes and the reason
+ * (PERMISSIVE); it is never dropped, as an expression cannot drop its row.
+ *
+ * @param spec decided on the driver when the function is resolved: the metadata is read then
+ */
+final case class ReplicateDecode(child: Expression, spec: RowSpec) extends UnaryExpression with ExpectsInputTypes {
+  override def inputTypes = Seq(BinaryType)
+  override def dataType: DataType = spec.required
+  override def nullable: Boolean = true
+  override def prettyName: String = FromReplicate.Name
+
+  /** Plans show the call, not the whole decoding spec. */
+  override protected def stringArgs: Iterator[Any] = Iterator(child)
+
+  /** One per task: each task deserializes its own copy of the expression. */
+  @transient private lazy val decoder = RowDecoder(spec)
+  @transient private lazy val where = s"a value of ${child.sql}"
+
+  /** The decoder reuses its row, so the struct returned is a copy. */
+  override def nullSafeEval(input: Any): Any = {
+    val bytes = input.asInstanceOf[Array[Byte]]
+    try decoder.decode(bytes, 0, bytes.length) match {
+      case Outcome.Row => decoder.row.copy()
+      case Outcome.Metadata | Outcome.Filtered => null
+    } catch {
+      case e: MalformedMessageException if spec.options.mode == ParseMode.Permissive =>
+        decoder.corruptRow(bytes, 0, bytes.length, e, where).copy()
+      case e: MalformedMessageException => throw spec.options.redaction(new ReplicateException(e.errorId,
+        s"malformed message in $where: ${e.detail}. Set the option `mode` to PERMISSIVE to keep " +
+          s"malformed messages as structs whose `${spec.options.columnNameOfCorruptRecord}` field holds " +
+          "the bytes and the reason", e))
+    }
+  }
+
+  override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
+    val self = ctx.addReferenceObj("fromReplicate", this)
+    nullSafeCodeGen(ctx, ev, value => {
+      val row = ctx.freshName("row")
+      val javaType = CodeGenerator.javaType(dataType)
+      s"""
+         |$javaType $row = ($javaType) $self.nullSafeEval($value);
+         |if ($row == null) { ${ev.isNull} = true; } else { ${ev.value} = $row; }
+         |""".stripMargin
+    })
+  }
+
+  override protected def withNewChildInternal(newChild: Expression): ReplicateDecode = copy(child = newChild)
+}
