@@ -60,7 +60,8 @@ final case class DecodeOptions(
     columnNameOfCorruptRecord: String,
     limits: DecodeLimits,
     redaction: Redaction,
-    messages: MessageView) {
+    messages: MessageView,
+    metadataWaitMillis: Long) {
   def typing: ColumnTyping = ColumnTyping(sourceTypes, timeZone, widenToString)
 }
 
@@ -101,6 +102,7 @@ object DecodeOptions {
   val MaxEmbeddedSchemaBytes = "maxEmbeddedSchemaBytes"
   val MaxSchemaDepth = "maxSchemaDepth"
   val Messages = "messages"
+  val MetadataWait = "metadataWait"
 
   /**
    * @param options as Spark hands them over; keys in any case. Every error is redacted: a bad
@@ -130,5 +132,6 @@ object DecodeOptions {
         maxEmbeddedSchemaBytes = o.byteSize(MaxEmbeddedSchemaBytes, DecodeLimits.Default.maxEmbeddedSchemaBytes),
         maxSchemaDepth = o.positiveInt(MaxSchemaDepth, DecodeLimits.Default.maxSchemaDepth)),
       redaction = redaction,
-      messages = o.oneOf(Messages, MessageView.all, MessageView.Data)(_.name))
+      messages = o.oneOf(Messages, MessageView.all, MessageView.Data)(_.name),
+      metadataWaitMillis = o.durationMillis(MetadataWait, default = 0L))
 }

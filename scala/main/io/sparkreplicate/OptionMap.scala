@@ -3,6 +3,8 @@ package io.sparkreplicate
 import java.time.{DateTimeException, ZoneId}
 import java.util.Locale
 
+import org.apache.spark.network.util.JavaUtils
+
 /**
  * Reader options as Spark hands them over, looked up by name in any case (as everywhere in
  * Spark), with the typed readings every options class shares. A bad value fails naming the
@@ -41,6 +43,13 @@ final class OptionMap(options: Map[String, String]) {
       if (bytes <= 0 || bytes > Int.MaxValue) OptionMap.invalid(name, value, "a size between 1 byte and 2g")
       bytes.toInt
     case value => OptionMap.invalid(name, value, "a size such as 1048576, 512k or 16m")
+  }
+
+  /** A duration in Spark's notation (`500ms`, `30s`, `5m`, `1h`), in milliseconds; at least 0. */
+  def durationMillis(name: String, default: Long): Long = get(name).fold(default) { value =>
+    val millis = try JavaUtils.timeStringAsMs(value.trim) catch { case _: NumberFormatException => -1L }
+    if (millis < 0) OptionMap.invalid(name, value, "a duration such as 500ms, 30s, 5m or 1h")
+    millis
   }
 
   /**

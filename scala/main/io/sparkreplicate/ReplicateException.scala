@@ -46,6 +46,7 @@ object ErrorId {
   case object ConflictingMetadata extends ErrorId("REPLICATE_CONFLICTING_METADATA", "22000")
   case object IncompatibleVersions extends ErrorId("REPLICATE_INCOMPATIBLE_VERSIONS", "42825")
   case object SchemaEvolved extends ErrorId("REPLICATE_SCHEMA_EVOLVED", "42825")
+  case object SchemaChanged extends ErrorId("REPLICATE_SCHEMA_CHANGED", "42825")
   case object UnsupportedType extends ErrorId("REPLICATE_UNSUPPORTED_TYPE", "0A000")
 }
 

@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.{StructField, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkreplicate.Fixtures._
-import io.sparkreplicate.catalyst.{ChangeRowDecoder, OutputColumns => C, Outcome, ReadSpec, TableLayout}
+import io.sparkreplicate.catalyst.{ChangeRowDecoder, MetadataRefresh, OutputColumns => C, Outcome, ReadSpec, TableLayout}
 import io.sparkreplicate.codec.ChangeMask
 
 class ChangeRowDecoderSuite extends AnyFunSuite {
@@ -412,5 +412,23 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
     val r = row(dec, dataEnvelope(reordered, null, salary(9, 900), cdcHeaders("DELETE")))
     assert(r(C.BeforeImage) == salaryRow(9, 900))
     assert(columns.map(r) == Seq[Any](9, 900, "1993-11-25", "1994-11-25"), "row image lost")
+  }
+
+  test("metadataWait: an unknown schema id waits for the re-read metadata; once given up, it waits no more") {
+    var reads = 0
+    val source = new MetadataRefresh {
+      def read(): Seq[io.sparkreplicate.codec.TableVersion] = { reads += 1; if (reads >= 3) Seq(salaries70.tableVersion()) else Nil }
+    }
+    val known = registry(salaries)
+    def waiting(wait: String) = readSpec(known, salaries.name, DecodeOptions.parse(Map("table" -> salaries.name.toString,
+      "metadataWait" -> wait))).copy(refresh = Some(source))
+    val late = dataEnvelope(salaries70, salary(7, 70))
+    assert(row(decoder(waiting("30s")), late)("salary") == 70 && reads == 3)
+
+    reads = -1000
+    val impatient = decoder(waiting("300ms"))
+    assert(malformed(impatient, late).errorId == ErrorId.UnknownSchemaId)
+    val readsAfterWait = reads
+    assert(malformed(impatient, late).errorId == ErrorId.UnknownSchemaId && reads == readsAfterWait)
   }
 }

@@ -6,8 +6,8 @@ import scala.util.control.NonFatal
 
 import org.apache.avro.Schema
 
-import io.sparkreplicate.{ErrorId, MalformedMessageException, Redaction, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, Envelope, MessageKind, SliceDecoder, TableVersion}
+import io.sparkreplicate.{DecodeOptions, ErrorId, MalformedMessageException, Redaction, ReplicateException}
+import io.sparkreplicate.codec.{AvroSchemas, Envelope, MessageKind, SchemaRegistry, SliceDecoder, TableVersion}
 
 /** What became of one landed message. */
 sealed trait Outcome
@@ -33,16 +33,17 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
     case _: GenericLayout => new ReaderRow(spec.required, spec.options.columnNameOfCorruptRecord)
   }
   protected def redaction: Redaction = spec.options.redaction
+  /** The metadata known to this decoder: the query's, grown by what came late (`metadataWait`). */
+  private var registry = spec.registry
+  private val late = new LateMetadata(spec.options.metadataWaitMillis, spec.refresh)
+  /** A generic read of every table also reads the tables whose metadata comes late. */
+  private val everyTable = spec.layout.isInstanceOf[GenericLayout] && spec.options.table.isEmpty
+  private val tables = spec.layout.tables.toSet
   /**
-   * Per schema id of the registry: a version of a table being read, and one the pushed filter
-   * does not remove whole. Decided once, as self-describing messages ask for every message.
+   * Per schema id: a version of a table being read, and one the pushed filter does not remove
+   * whole. Decided once, as self-describing messages ask for every message.
    */
-  private val readable: Map[String, Boolean] = {
-    val tables = spec.layout.tables.toSet
-    spec.registry.versions.map { case (id, v) =>
-      id -> (tables(v.table) && spec.filter.forVersion(v) != VersionDecision.SkipAll)
-    }
-  }
+  private val readable = new java.util.HashMap[String, java.lang.Boolean]()
   private val byId = new java.util.HashMap[String, MessageConverter]()
   private val byEmbeddedSchema = new IdentityHashMap[Schema, MessageConverter]()
   private val decoder = new SliceDecoder
@@ -57,7 +58,7 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
     val envelope = Envelope.decode(decoder, bytes, offset, length)
     if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
-      val knownVersion = if (envelope.schemaId == null) None else spec.registry.get(envelope.schemaId)
+      val knownVersion = if (envelope.schemaId == null) None else registry.get(envelope.schemaId)
       // Another table's message, or a version the pushed filter removes, is filtered on its id alone,
       // before its embedded schema is parsed.
       if (knownVersion.exists(!reads(_))) return Outcome.Filtered
@@ -65,7 +66,9 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
       val writer = AvroSchemas.parseEmbedded(envelope.messageSchema, limits.maxEmbeddedSchemaBytes, limits.maxSchemaDepth)
       val known = byEmbeddedSchema.get(writer)
       if (known != null) known else {
-        val version = knownVersion.orElse(spec.registry.byDataSchema(writer))
+        val version = knownVersion.orElse(registry.byDataSchema(writer))
+          .orElse(awaitVersion(Option(envelope.schemaId).getOrElse(writer.toString), grown =>
+            Option(envelope.schemaId).flatMap(grown.get).orElse(grown.byDataSchema(writer))))
           .getOrElse(throw unknownSchemaId(envelope.schemaId))
         val built = if (!reads(version)) null else {
           // The table is known, but this message's own schema may not be readable as it.
@@ -98,7 +101,7 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
   private def converterById(schemaId: String): MessageConverter = {
     if (byId.containsKey(schemaId)) byId.get(schemaId)
     else {
-      val version = (if (schemaId == null) None else spec.registry.get(schemaId))
+      val version = (if (schemaId == null) None else registry.get(schemaId).orElse(awaitVersion(schemaId, _.get(schemaId))))
         .getOrElse(throw unknownSchemaId(schemaId))
       val built = if (reads(version)) newConverter(version.dataSchema, version) else null
       byId.put(schemaId, built)
@@ -106,9 +109,25 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
     }
   }
 
-  private def reads(version: TableVersion): Boolean = readable(version.schemaId)
+  private def reads(version: TableVersion): Boolean = {
+    val known = readable.get(version.schemaId)
+    if (known != null) known
+    else {
+      val reading = (everyTable || tables(version.table)) && spec.filter.forVersion(version) != VersionDecision.SkipAll
+      readable.put(version.schemaId, reading)
+      reading
+    }
+  }
+
+  /** The version `find` finds once the metadata it waits for has come; the registry grows with it. */
+  private def awaitVersion(key: String, find: SchemaRegistry => Option[TableVersion]): Option[TableVersion] =
+    late.await(key, registry)(find(_).isDefined).flatMap { grown =>
+      registry = grown
+      find(grown)
+    }
 
   private def newConverter(writer: Schema, version: TableVersion): MessageConverter = {
+    if (!spec.registry.versions.contains(version.schemaId)) refuseMisfit(version)
     val converter = out match {
       case flat: OutputRow => new DataRecordConverter(writer, version, flat, spec.options.typing)
       case generic => new GenericRecordConverter(writer, version, generic, spec.options)
@@ -130,8 +149,23 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
       case NonFatal(_) => true
     })
 
+  /**
+   * A version learnt late must fit the columns the query chose, or its values would be lost: the
+   * query stops (whatever the mode: no message is at fault) and a new query picks the columns up.
+   */
+  private def refuseMisfit(version: TableVersion): Unit = spec.layout match {
+    case layout: TableLayout =>
+      val misfits = layout.misfits(version, spec.options.typing)
+      if (misfits.nonEmpty) throw new ReplicateException(ErrorId.SchemaChanged, s"${version.table} version " +
+        s"${version.tableVersion} (schema id ${version.schemaId}), whose metadata came after the query chose " +
+        s"its columns, does not fit them: ${misfits.mkString(", ")}. Run the query again (a stream: restart " +
+        "it from its checkpoint) to read it with its columns")
+    case _: GenericLayout =>
+  }
+
   private def unknownSchemaId(schemaId: String) = new MalformedMessageException(ErrorId.UnknownSchemaId,
     (if (schemaId == null) "data message has neither a schema id nor an embedded schema of a known table"
-    else s"schema id $schemaId is unknown") + s"; the registry holds ${spec.registry.describe}. " +
-      "Point `schemaTopic` at the topic that holds this table's metadata messages")
+    else s"schema id $schemaId is unknown") + s"; the registry holds ${registry.describe}. " +
+      "Point `schemaTopic` at the topic that holds this table's metadata messages; if they arrive " +
+      s"after the data, set `${DecodeOptions.MetadataWait}` to wait for them")
 }

@@ -28,6 +28,21 @@ final case class TableLayout(table: TableName, columns: IndexedSeq[StructField])
   private val indexByName = columns.map(_.name).zipWithIndex.toMap
   def indexOf(column: String): Int = indexByName.getOrElse(column, -1)
   def struct: StructType = StructType(columns)
+
+  /**
+   * What keeps a version learnt after the columns were chosen from being read into them without
+   * loss: its columns that are not here, or whose values these columns' types cannot hold.
+   */
+  def misfits(version: TableVersion, typing: ColumnTyping): Seq[String] =
+    TableLayout.columnTypes(version, typing).flatMap { case (name, t) =>
+      val i = indexOf(name)
+      if (i < 0) Some(s"new column `$name` ${t.simpleString}")
+      else {
+        val held = columns(i).dataType
+        if (Widening.widen(held, t, typing.widenToString).contains(held)) None
+        else Some(s"column `$name` is ${t.simpleString}, read as ${held.simpleString}")
+      }
+    }
 }
 
 object TableLayout {

@@ -15,9 +15,13 @@ import io.sparkreplicate.codec.{SchemaRegistry, TableName}
 final case class QuerySchema(options: DecodeOptions, layout: Option[OutputLayout]) {
   lazy val schema: StructType = layout.fold(MetadataColumns.schema(options))(OutputColumns.schema(_, options))
 
-  /** What the executors need to decode one batch's messages with `registry` into `required`. */
-  def rowSpec(registry: SchemaRegistry, required: StructType, filter: MessageFilter): RowSpec =
-    layout.fold[RowSpec](MetadataSpec(options, required))(ReadSpec(options, registry, _, required, filter))
+  /**
+   * What the executors need to decode one batch's messages with `registry` into `required`;
+   * `refresh` re-reads the metadata source for messages whose metadata came late.
+   */
+  def rowSpec(registry: SchemaRegistry, required: StructType, filter: MessageFilter,
+      refresh: Option[MetadataRefresh] = None): RowSpec =
+    layout.fold[RowSpec](MetadataSpec(options, required))(ReadSpec(options, registry, _, required, filter, refresh))
 
   def layoutName: String = layout match {
     case Some(_: TableLayout) => Layout.Flat.name

@@ -14,14 +14,16 @@ sealed trait RowSpec extends Serializable {
 
 /**
  * The change rows of one table (flat layout) or of several (generic layout). `filter` is what the
- * pushed-down filters let the reader remove without decoding rows.
+ * pushed-down filters let the reader remove without decoding rows; `refresh` re-reads the
+ * metadata for a message whose schema id `registry` lacks (`metadataWait`), when the source can.
  */
 final case class ReadSpec(
     options: DecodeOptions,
     registry: SchemaRegistry,
     layout: OutputLayout,
     required: StructType,
-    filter: MessageFilter = MessageFilter.KeepAll) extends RowSpec
+    filter: MessageFilter = MessageFilter.KeepAll,
+    refresh: Option[MetadataRefresh] = None) extends RowSpec
 
 /** The metadata view: one row per metadata message; no registry is needed to decode them. */
 final case class MetadataSpec(options: DecodeOptions, required: StructType) extends RowSpec

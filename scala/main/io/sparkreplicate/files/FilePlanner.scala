@@ -4,7 +4,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.FileStatus
 
 import io.sparkreplicate.{DecodeLimits, DecodeOptions, ErrorId, MessageView, ReplicateException}
-import io.sparkreplicate.catalyst.{MetadataScanner, QuerySchema, ReadCounters}
+import io.sparkreplicate.catalyst.{MetadataRefresh, MetadataScanner, QuerySchema, ReadCounters}
 import io.sparkreplicate.codec.{SchemaRegistry, TableVersion}
 
 /**
@@ -40,6 +40,10 @@ object FilePlanner {
       .flatMap(scanMetadata(_, conf, options, limits, strict = true)), options.schemaTopic)
   }
 
+  /** Re-reads the landed schema topic for `metadataWait`; None without one (the data's metadata was all read). */
+  def refresh(options: FileOptions, limits: DecodeLimits, conf: Configuration): Option[MetadataRefresh] =
+    if (options.schemaTopic.isEmpty) None else Some(new SchemaTopicRefresh(options, limits, new SerializableConfiguration(conf)))
+
   /**
    * The metadata messages of one split ([[MetadataScanner.scan]]). A schema topic (`strict`)
    * skips no file; data topics skip what the data read will skip.
@@ -70,4 +74,11 @@ object FilePlanner {
       case _: java.io.IOException => Framing.Auto
       case e: ReplicateException if e.errorId == ErrorId.UnknownFraming => Framing.Auto
     }
+}
+
+/** The landed schema topic, listed and read anew each time: files land in it while a query waits. */
+private final class SchemaTopicRefresh(options: FileOptions, limits: DecodeLimits, conf: SerializableConfiguration)
+    extends MetadataRefresh {
+  override def read(): Seq[TableVersion] =
+    FilePlanner.schemaTopicRegistry(options, limits, conf.value).versions.values.toSeq
 }

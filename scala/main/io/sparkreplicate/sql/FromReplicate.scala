@@ -41,9 +41,10 @@ object FromReplicate {
         query.rowSpec(null, query.schema, MessageFilter.KeepAll)
       } else {
         val files = FileOptions.schemaTopicOnly(options, decode, session)
-        val registry = FilePlanner.schemaTopicRegistry(files, decode.limits, SessionBinding.hadoopConf(spark, options))
+        val conf = SessionBinding.hadoopConf(spark, options)
+        val registry = FilePlanner.schemaTopicRegistry(files, decode.limits, conf)
         val query = QuerySchema.of(decode, registry)
-        query.rowSpec(registry, query.schema, MessageFilter.KeepAll)
+        query.rowSpec(registry, query.schema, MessageFilter.KeepAll, FilePlanner.refresh(files, decode.limits, conf))
       }
       ReplicateDecode(value, spec)
     } catch { case e: ReplicateException => throw decode.redaction(e) }

@@ -43,7 +43,8 @@ final class ReplicateScan(private val plan: FilePlan, private val options: Map[S
     val sc = spark.sparkContext
     val counters = ScanCounters(sc)
     ReplicateReadMetrics.track(spark, counters)
-    new ReplicatePartitionReaderFactory(counters, plan.query.rowSpec(plan.registry, required, filter), plan.options,
+    new ReplicatePartitionReaderFactory(counters, plan.query.rowSpec(plan.registry, required, filter,
+      FilePlanner.refresh(plan.options, plan.query.options.limits, conf)), plan.options,
       new SerializableConfiguration(conf))
   }
 
