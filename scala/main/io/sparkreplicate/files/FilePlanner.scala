@@ -26,16 +26,20 @@ object FilePlanner {
       FilePlan(QuerySchema.metadataView(decode), options, files, SchemaRegistry.build(Nil, options.paths))
     } else {
       val registry = if (options.schemaTopic.nonEmpty) {
-        val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
-        // The schema topic may be landed differently from the data: its framing is always detected.
-        SchemaRegistry.build(wholeFileSplits(schemaFiles, Framing.Auto)
-          .flatMap(scanMetadata(_, conf, options, decode.limits, strict = true)), options.schemaTopic)
+        SchemaRegistry.build(scanSchemaTopic(LandingFiles.list(options.schemaTopic, conf), conf, options, decode.limits),
+          options.schemaTopic)
       } else {
         SchemaRegistry.build(scanDataTopics(wholeFileSplits(files, options.framing)), options.paths)
       }
       FilePlan(QuerySchema.of(decode, registry), options, files, registry)
     }
   }
+
+  /** The metadata messages of schema-topic files, where any unreadable message is an error. */
+  def scanSchemaTopic(files: Seq[FileStatus], conf: Configuration, options: FileOptions,
+      limits: DecodeLimits): Seq[TableVersion] =
+    // The schema topic may be landed differently from the data: its framing is always detected.
+    wholeFileSplits(files, Framing.Auto).flatMap(scanMetadata(_, conf, options, limits, strict = true))
 
   /**
    * The metadata messages of one split ([[MetadataScanner.scan]]). A schema topic (`strict`)
