@@ -58,8 +58,10 @@ class Landing:
 
 
 def reader(landing: Landing, **options) -> dict:
-    """The options every query here uses, the landing's schema topic and each row's source."""
-    return {"schemaTopic": str(landing.schema_topic), "includeSource": "true", **options}
+    """The options every query here uses, the landing's schema topic and each row's source;
+    ``schemaTopic=None`` leaves the metadata to the data files."""
+    given = {"schemaTopic": str(landing.schema_topic), "includeSource": "true", **options}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def stream(spark: SparkSession, landing: Landing, **options) -> DataFrame:
@@ -217,6 +219,26 @@ def test_large_container_files_are_split_at_sync_markers(spark, tmp_path):
     # One Parquet file per task that wrote rows: the two container files were read by many tasks.
     assert len(list((tmp_path / "sink").glob("part-*.parquet"))) > 2 * len(data_files)
     assert rows(spark.read.parquet(str(tmp_path / "sink"))) == rows(as_json(batch(spark, landing, layout="generic")))
+
+
+def test_without_a_schema_topic_each_batch_knows_the_metadata_landed_among_the_data(spark, tmp_path):
+    staged = generate_landing_zone(tmp_path / "staged", framing="message", md_in_data_topics=True,
+                                   messages=90, seed=184)
+    landing = Landing(staged, tmp_path / "landing")
+    data_files = sorted(f for f in staged.files if f.parent != staged.schema_topic)
+    landing.land(data_files[:40])
+    query = (as_json(stream(spark, landing, schemaTopic=None, layout="generic", maxFilesPerTrigger="15"))
+             .writeStream.format("parquet").option("path", str(tmp_path / "sink"))
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    try:
+        query.processAllAvailable()
+        landing.land(data_files[40:])
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    expected = rows(as_json(batch(spark, landing, schemaTopic=None, layout="generic")))
+    assert sum(expected.values()) == len(staged.messages)
+    assert rows(spark.read.parquet(str(tmp_path / "sink"))) == expected
 
 
 def evolving_table() -> TableDef:

@@ -20,10 +20,10 @@ object LoggedFile {
 }
 
 /**
- * What one micro-batch took: its data files, the schema-topic files that landed since the
- * previous batch, and the table versions first seen in this batch (from those schema files, or
- * from the data files' own metadata messages when there is no schema topic). A batch decodes with
- * the versions of every entry up to its own, so a re-planned batch decodes exactly as it first did.
+ * What one micro-batch took: its data files, the files whose metadata messages it took in (the
+ * schema-topic files landed since the previous batch, or without a schema topic the data files
+ * landed since), and the table versions they announce. A batch decodes with the versions of every
+ * entry up to its own, so a re-planned batch decodes exactly as it first did.
  */
 final case class FileLogEntry(files: Seq[LoggedFile], schemaFiles: Seq[LoggedFile], versions: Seq[TableVersion])
 

@@ -31,6 +31,7 @@ final case class StreamBatch(files: Seq[FileStatus], registry: SchemaRegistry)
 final class LandingStream(options: FileOptions, startingPosition: StartingPosition, limits: DecodeLimits, log: FileLog,
     conf: Configuration, metadataOfData: Seq[FileSplit] => Seq[TableVersion]) {
   private val taken = mutable.HashMap.empty[String, LoggedFile]
+  /** The files whose metadata messages were taken in: the schema topic's, or without one the data files'. */
   private val schemaTaken = mutable.HashMap.empty[String, LoggedFile]
   /** Every version logged, with the batch that first saw it. */
   private val versions = mutable.ArrayBuffer.empty[(Long, TableVersion)]
@@ -50,13 +51,17 @@ final class LandingStream(options: FileOptions, startingPosition: StartingPositi
   /**
    * The offset a new query starts from: before entry 0 (`earliest`), or entry 0 itself (`latest`),
    * which then logs the files already landed, `present`, so that they are never read, and their
-   * metadata, `presentVersions`, which later batches decode with.
+   * metadata, which later batches decode with: the schema topic's, or without one
+   * `presentVersions`, the metadata messages already found among them.
    */
   def initialOffset(present: => Seq[FileStatus], presentVersions: => Seq[TableVersion]): Long =
     startingPosition match {
       case StartingPosition.Earliest => -1L
       case StartingPosition.Latest =>
-        if (last < 0) append(present.map(LoggedFile(_)), presentVersions)
+        if (last < 0) {
+          val files = present.map(LoggedFile(_))
+          if (options.schemaTopic.nonEmpty) append(files, Nil) else record(files, files, presentVersions)
+        }
         0L
     }
 
@@ -70,8 +75,7 @@ final class LandingStream(options: FileOptions, startingPosition: StartingPositi
     val batch = admission.take(fresh)
     val left = fresh.drop(batch.size)
     behind = Backlog(left.size, left.map(_.length).sum)
-    if (batch.isEmpty) start
-    else append(batch, metadataOfData(FilePlanner.wholeFileSplits(batch.map(_.status), options.framing)))
+    if (batch.isEmpty) start else append(batch, fresh)
   }
 
   /** Batches `(start, end]`: their data files, and the metadata of every batch up to `end`. */
@@ -85,9 +89,11 @@ final class LandingStream(options: FileOptions, startingPosition: StartingPositi
   /** From now on, only the data files landed by now are taken. */
   def takeOnlyLandedNow(): Unit = availableNow = Some(listed(options.paths, taken).map(_.path).toSet)
 
-  private def newFiles(): Seq[LoggedFile] = listed(options.paths, taken)
-    .filter(f => !taken.contains(f.path) && availableNow.forall(_.contains(f.path)))
-    .sortBy(f => (f.modificationTime, f.path))
+  /** Without a schema topic, files scanned for metadata are checked too: they are read later. */
+  private def newFiles(): Seq[LoggedFile] =
+    listed(options.paths, if (options.schemaTopic.isEmpty) schemaTaken else taken)
+      .filter(f => !taken.contains(f.path) && availableNow.forall(_.contains(f.path)))
+      .sortBy(f => (f.modificationTime, f.path))
 
   /** The files under `paths`; one that changed since it was taken fails the query. */
   private def listed(paths: Seq[String], known: mutable.Map[String, LoggedFile]): Seq[LoggedFile] =
@@ -97,12 +103,23 @@ final class LandingStream(options: FileOptions, startingPosition: StartingPositi
       now
     }
 
-  private def append(files: Seq[LoggedFile], dataVersions: => Seq[TableVersion]): Long = {
-    val schemaFiles = if (options.schemaTopic.isEmpty) Nil
-      else listed(options.schemaTopic, schemaTaken).filterNot(f => schemaTaken.contains(f.path))
-    val found = if (options.schemaTopic.isEmpty) dataVersions
-      else FilePlanner.scanSchemaTopic(schemaFiles.map(_.status), conf, options, limits)
-    val entry = FileLogEntry(files, schemaFiles, found)
+  /**
+   * Logs the next batch, `files`, with the metadata landed so far that no earlier batch took in:
+   * the new schema-topic files, or without a schema topic the metadata messages of the data files
+   * landed so far (`landed`, the batch's and those left for later), so that a table version whose
+   * data comes in this batch is known to it even when its metadata message is in a later file.
+   */
+  private def append(files: Seq[LoggedFile], landed: Seq[LoggedFile]): Long = {
+    val metadataFiles = (if (options.schemaTopic.isEmpty) landed else listed(options.schemaTopic, schemaTaken))
+      .filterNot(f => schemaTaken.contains(f.path))
+    val statuses = metadataFiles.map(_.status)
+    record(files, metadataFiles,
+      if (options.schemaTopic.nonEmpty) FilePlanner.scanSchemaTopic(statuses, conf, options, limits)
+      else metadataOfData(FilePlanner.wholeFileSplits(statuses, options.framing)))
+  }
+
+  private def record(files: Seq[LoggedFile], metadataFiles: Seq[LoggedFile], found: Seq[TableVersion]): Long = {
+    val entry = FileLogEntry(files, metadataFiles, found)
     val batch = last + 1
     log.add(batch, entry)
     remember(batch, entry)

@@ -14,11 +14,17 @@ import io.sparkreplicate.files.{FileOptions, Framing}
 /** The stream's planning over a local landing: what each trigger takes, logs and decodes with. */
 class LandingStreamSuite extends AnyFunSuite {
 
-  private final class Landing {
+  /**
+   * @param metadataOfData the metadata messages of data files, by file name; None: a schema topic holds them
+   */
+  private final class Landing(metadataOfData: Option[Map[String, TableDef]] = None) {
     val root: Path = Files.createTempDirectory("landing")
     val checkpoint: String = root.resolve("checkpoint/sources/0").toString
-    private val options = FileOptions(Seq(root.resolve("hr").toString), Seq(root.resolve("_schema").toString),
+    private val options = FileOptions(Seq(root.resolve("hr").toString),
+      if (metadataOfData.isEmpty) Seq(root.resolve("_schema").toString) else Nil,
       Framing.Auto, "value", ignoreCorruptFiles = false, ignoreMissingFiles = false)
+    /** The data files scanned for metadata, in order. */
+    val scanned = scala.collection.mutable.ArrayBuffer.empty[String]
     Files.createDirectories(root.resolve("hr"))
     Files.createDirectories(root.resolve("_schema"))
 
@@ -36,8 +42,12 @@ class LandingStreamSuite extends AnyFunSuite {
 
     def stream(position: StartingPosition = StartingPosition.Earliest): LandingStream = {
       val conf = new Configuration
-      new LandingStream(options, position, DecodeLimits.Default, new FileLog(checkpoint, conf), conf,
-        _ => fail("the data files are not scanned for metadata when there is a schema topic"))
+      new LandingStream(options, position, DecodeLimits.Default, new FileLog(checkpoint, conf), conf, splits =>
+        metadataOfData.fold(fail("the data files are not scanned for metadata when there is a schema topic")) { md =>
+          val names = splits.map(s => new HadoopPath(s.path).getName)
+          scanned ++= names
+          names.flatMap(md.get).map(_.tableVersion())
+        })
     }
   }
 
@@ -122,5 +132,18 @@ class LandingStreamSuite extends AnyFunSuite {
     landing.data("b", 10, minute = 2)
     assert(stream.latestOffset(-1, Admission.Unlimited) == 0 && names(stream.batch(-1, 0)) == Seq("a"))
     assert(stream.latestOffset(0, Admission.Unlimited) == 0)
+  }
+
+  test("without a schema topic a batch knows the metadata of every data file landed, taken or not") {
+    val landing = new Landing(metadataOfData = Some(Map("a" -> salaries, "b" -> departments)))
+    landing.data("a", 10, minute = 1)
+    landing.data("b", 10, minute = 2)
+    val stream = landing.stream()
+    assert(stream.latestOffset(-1, Admission(Some(1), None)) == 0 && names(stream.batch(-1, 0)) == Seq("a"))
+    assert(stream.batch(-1, 0).registry.tables.keySet == Set(salaries.name, departments.name))
+    assert(stream.latestOffset(0, Admission(Some(1), None)) == 1 && names(stream.batch(0, 1)) == Seq("b"))
+    assert(landing.scanned == Seq("a", "b"), "each file is scanned for metadata once")
+    landing.data("b", 11, minute = 3)
+    assert(intercept[ReplicateException](stream.latestOffset(1, Admission.Unlimited)).errorId == ErrorId.FileChanged)
   }
 }
