@@ -100,3 +100,41 @@ def test_a_standalone_cluster_reads_every_message_on_its_executors(standalone_ma
     for jvm_pid, executor_id, is_executor_backend, _ in readers:
         assert jvm_pid is not None and jvm_pid != outcome["driver_jvm"], readers
         assert is_executor_backend and executor_id != "driver", readers
+
+
+STREAM_DRIVER = """
+    import json
+    from pyspark.sql import SparkSession
+    import spark_replicate
+
+    builder = (SparkSession.builder.master({master!r}).appName("spark-replicate-standalone-stream-test")
+               .config("spark.ui.enabled", "false")
+               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.executor.memory", "512m").config("spark.cores.max", "2")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC"))
+    spark = spark_replicate.configure_spark(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    query = (spark.readStream.format("replicate").option("schemaTopic", {schema_topic!r}).option("table", {table!r})
+             .option("maxFilesPerTrigger", "1").load({path!r})
+             .writeStream.format("parquet").option("path", {sink!r}).option("checkpointLocation", {checkpoint!r})
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    batches = [p["sources"][0]["metrics"] for p in query.recentProgress if p["numInputRows"]]
+    counts = {{r[0]: r[1] for r in spark.read.parquet({sink!r}).groupBy("header__operation").count().collect()}}
+    print("RESULT=" + json.dumps({{"counts": counts, "files_per_batch": [int(m["filesRead"]) for m in batches]}}))
+    spark.stop()
+"""
+
+
+def test_a_stream_on_a_standalone_cluster_reads_every_landed_file_once(standalone_master, avro_zone, tmp_path):
+    """``spark.readStream`` with ``Trigger.AvailableNow``: batches of one file, read by the executors."""
+    code = STREAM_DRIVER.format(master=standalone_master, schema_topic=str(avro_zone.schema_topic), table=TABLE,
+                                path=str(avro_zone.topics["hr"]), sink=str(tmp_path / "sink"),
+                                checkpoint=str(tmp_path / "checkpoint"))
+    result = run_python(code, timeout=300)
+    assert result.returncode == 0, result.stderr[-5000:]
+    line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT="))
+    outcome = json.loads(line.removeprefix("RESULT="))
+    assert outcome["counts"] == avro_zone.expected_counts()[TABLE]
+    data_files = list(avro_zone.topics["hr"].iterdir())
+    assert outcome["files_per_batch"] == [1] * len(data_files)

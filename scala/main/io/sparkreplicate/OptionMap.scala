@@ -36,13 +36,20 @@ final class OptionMap(options: Map[String, String]) {
   }
 
   /** `1048576`, `512k`, `16m`, `1g` (binary units), at most 2 GiB - 1. */
-  def byteSize(name: String, default: Int): Int = get(name).fold(default) {
-    case value @ OptionMap.ByteSize(digits, unit) =>
+  def byteSize(name: String, default: Int): Int =
+    get(name).fold(default)(size(name, _, Int.MaxValue, "a size between 1 byte and 2g").toInt)
+
+  /** A size as [[byteSize]] reads it, without its 2 GiB bound; None when absent. */
+  def largeByteSize(name: String): Option[Long] =
+    get(name).map(size(name, _, Long.MaxValue, "a positive size such as 1048576, 512m or 10g"))
+
+  private def size(name: String, value: String, most: Long, range: String): Long = value match {
+    case OptionMap.ByteSize(digits, unit) =>
       val shift = unit.toLowerCase(Locale.ROOT) match { case "k" => 10 case "m" => 20 case "g" => 30 case _ => 0 }
       val bytes = BigInt(digits) << shift
-      if (bytes <= 0 || bytes > Int.MaxValue) OptionMap.invalid(name, value, "a size between 1 byte and 2g")
-      bytes.toInt
-    case value => OptionMap.invalid(name, value, "a size such as 1048576, 512k or 16m")
+      if (bytes <= 0 || bytes > most) OptionMap.invalid(name, value, range)
+      bytes.toLong
+    case _ => OptionMap.invalid(name, value, "a size such as 1048576, 512k or 16m")
   }
 
   /** A duration in Spark's notation (`500ms`, `30s`, `5m`, `1h`), in milliseconds; at least 0. */

@@ -36,6 +36,8 @@ object ErrorId {
   case object CorruptFile extends ErrorId("REPLICATE_CORRUPT_FILE", "KD001")
   case object UnknownFraming extends ErrorId("REPLICATE_UNKNOWN_FRAMING", "KD001")
   case object FileMissing extends ErrorId("REPLICATE_FILE_MISSING", "42K03")
+  /** A landed file a stream already took has changed: files must land whole and stay as landed. */
+  case object FileChanged extends ErrorId("REPLICATE_FILE_CHANGED", "KD001")
   // Planning problems: always raised, whatever the mode.
   case object InvalidOption extends ErrorId("REPLICATE_INVALID_OPTION", "42616")
   case object PathNotFound extends ErrorId("REPLICATE_PATH_NOT_FOUND", "42K03")
@@ -46,7 +48,10 @@ object ErrorId {
   case object ConflictingMetadata extends ErrorId("REPLICATE_CONFLICTING_METADATA", "22000")
   case object IncompatibleVersions extends ErrorId("REPLICATE_INCOMPATIBLE_VERSIONS", "42825")
   case object SchemaEvolved extends ErrorId("REPLICATE_SCHEMA_EVOLVED", "42825")
+  /** A stream's table got a version its schema, chosen at start, cannot hold: a restart picks it up. */
   case object SchemaChanged extends ErrorId("REPLICATE_SCHEMA_CHANGED", "42825")
+  /** A stream's checkpoint does not hold what Spark's offsets say it does. */
+  case object BadCheckpoint extends ErrorId("REPLICATE_BAD_CHECKPOINT", "55000")
   case object UnsupportedType extends ErrorId("REPLICATE_UNSUPPORTED_TYPE", "0A000")
 }
 

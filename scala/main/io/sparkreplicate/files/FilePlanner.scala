@@ -33,16 +33,19 @@ object FilePlanner {
   }
 
   /** The metadata of the landed schema topic, which the registry needs whole. */
-  def schemaTopicRegistry(options: FileOptions, limits: DecodeLimits, conf: Configuration): SchemaRegistry = {
-    val schemaFiles = LandingFiles.list(options.schemaTopic, conf)
-    // The schema topic may be landed differently from the data: its framing is always detected.
-    SchemaRegistry.build(wholeFileSplits(schemaFiles, Framing.Auto)
-      .flatMap(scanMetadata(_, conf, options, limits, strict = true)), options.schemaTopic)
-  }
+  def schemaTopicRegistry(options: FileOptions, limits: DecodeLimits, conf: Configuration): SchemaRegistry =
+    SchemaRegistry.build(scanSchemaTopic(LandingFiles.list(options.schemaTopic, conf), conf, options, limits),
+      options.schemaTopic)
 
   /** Re-reads the landed schema topic for `metadataWait`; None without one (the data's metadata was all read). */
   def refresh(options: FileOptions, limits: DecodeLimits, conf: Configuration): Option[MetadataRefresh] =
     if (options.schemaTopic.isEmpty) None else Some(new SchemaTopicRefresh(options, limits, new SerializableConfiguration(conf)))
+
+  /** The metadata messages of schema-topic files, where any unreadable message is an error. */
+  def scanSchemaTopic(files: Seq[FileStatus], conf: Configuration, options: FileOptions,
+      limits: DecodeLimits): Seq[TableVersion] =
+    // The schema topic may be landed differently from the data: its framing is always detected.
+    wholeFileSplits(files, Framing.Auto).flatMap(scanMetadata(_, conf, options, limits, strict = true))
 
   /**
    * The metadata messages of one split ([[MetadataScanner.scan]]). A schema topic (`strict`)

@@ -26,7 +26,8 @@ private[v2] object ReplicatePlanning {
     }
   }
 
-  private def scanDataTopics(spark: SparkSession, conf: Configuration, options: FileOptions, decode: DecodeOptions)
+  /** The metadata messages of data-topic files: on the driver when they are small, else by a Spark job. */
+  def scanDataTopics(spark: SparkSession, conf: Configuration, options: FileOptions, decode: DecodeOptions)
       (splits: Seq[FileSplit]): Seq[TableVersion] = {
     val limits = decode.limits
     if (splits.map(_.length).sum <= DriverScanBytes) {

@@ -3,6 +3,7 @@ package io.sparkreplicate.v2
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
@@ -49,6 +50,10 @@ final class ReplicateScan(private val plan: FilePlan, private val options: Map[S
   }
 
   override def supportedCustomMetrics(): Array[CustomMetric] = ReplicateMetrics.all
+
+  /** `spark.readStream`: the same columns and pushed filters, over files that keep landing. */
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream =
+    new ReplicateMicroBatchStream(plan, options, required, filter, checkpointLocation)
 
   /**
    * Scans that read the same plan with the same columns and filters are the same scan, so Spark
