@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
+import pyspark
 import pytest
 from fastavro import block_reader
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -26,6 +27,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
                                IntegerType, LongType, StringType, TimestampType)
 
 import spark_replicate
+from spark_replicate._delta import DELTA_PACKAGES
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type,
                                       expected_value, generate_landing_zone, mask_ordinals)
 
@@ -118,15 +120,21 @@ def avro_zone(landing_zone) -> LandingZone:
 # --------------------------------------------------------------------------------------------
 
 
+# Delta Lake is on the test session where a delta-spark release serves the running Spark minor.
+DELTA = ".".join(pyspark.__version__.split(".")[:2]) in DELTA_PACKAGES
+
+
 def session_builder(master: str) -> SparkSession.Builder:
-    """The connector's documented set-up, with settings that keep a test session small."""
+    """The connector's documented set-up, with settings that keep a test session small (Delta
+    reconstructs a table's state in 50 tasks by default)."""
     builder = (SparkSession.builder.master(master).appName("spark-replicate-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.databricks.delta.snapshotPartitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1"))
-    return spark_replicate.configure_spark(builder)
+    return spark_replicate.configure_spark(builder, delta=DELTA)
 
 
 @pytest.fixture(scope="session")
