@@ -9,6 +9,8 @@ same truth through the JVM.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
 from pyspark.sql import DataFrame, functions as F
@@ -254,3 +256,53 @@ def test_each_supported_minor_has_its_delta_release_or_a_clear_error(minor):
         with pytest.raises(ReplicateSetupError, match=f"no Delta Lake release is built for Spark {minor} .*serves "
                                                       "Spark 4.0, 4.1, 4.2"):
             delta_package(f"{minor}.0")
+
+
+@needs_delta
+def test_apply_topic_applies_every_table_to_its_own_delta_table(spark, zone, tmp_path):
+    results = spark_replicate.apply_topic(spark, str(zone.root), str(tmp_path / "lake"),
+                                          schema_topic=str(zone.schema_topic))
+    assert sorted(results) == sorted(TABLES)
+    for table in TABLES:
+        assert results[table].inserted == len(zone.final_state(table))
+        assert_same_rows(delta_rows(spark, tmp_path / "lake" / table), truth(zone, table))
+
+
+def test_apply_topic_refuses_what_is_not_built(spark, zone, tmp_path):
+    for option in ("transactional", "continuous"):
+        with pytest.raises(NotImplementedError, match=f"{option}=True.* not built yet"):
+            spark_replicate.apply_topic(spark, str(zone.root), str(tmp_path), **{option: True})
+
+
+@needs_delta
+@pytest.mark.slow
+def test_the_apply_command_then_a_rerun_that_finds_nothing_new(zone, tmp_path):
+    command = [sys.executable, "-m", "spark_replicate.cli", "apply", str(zone.root), "--target", str(tmp_path),
+               "--schema-topic", str(zone.schema_topic), "--master", "local[2]"]
+    first, again = (subprocess.run(command, capture_output=True, text=True, timeout=600) for _ in range(2))
+    assert first.returncode == 0, first.stderr[-3000:]
+    lines = first.stdout.splitlines()
+    assert lines[0].startswith(f"HR.DEPARTMENTS: batch 1: {len(zone.final_state('HR.DEPARTMENTS'))} inserted, 0 updated")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert all(" 0 inserted, 0 updated, 0 deleted" in line for line in again.stdout.splitlines()), again.stdout
+    refused = subprocess.run(command + ["--transactional"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--transactional is not built yet" in refused.stderr
+
+
+@needs_delta
+@pytest.mark.connect
+def test_over_connect_apply_changes_gives_the_source_table(connect_url, spark, zone, tmp_path):
+    """In a client process of its own (pyspark's functions build Connect columns only in a process
+    whose session is remote); the server has Delta, as the README says it must."""
+    table, target = "HR.DEPARTMENTS", str(tmp_path / "departments")
+    paths, schema_topic = str(zone.topics[table_def(zone, table).topic]), str(zone.schema_topic)
+    result = run_python(f"""
+        import spark_replicate
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.remote({connect_url!r}).getOrCreate()
+        changes = spark_replicate.read(spark, {paths!r}, schema_topic={schema_topic!r}, table={table!r})
+        print("RESULT=" + repr(tuple(spark_replicate.apply_changes(changes, {target!r}).__dict__.values())))
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split("RESULT=", 1)[1].strip() == repr((1, len(zone.final_state(table)), 0, 0, 0))
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))

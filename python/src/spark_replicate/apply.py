@@ -29,8 +29,9 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
                                  change_events, quote, quoted, replay, slot, table_layout)
+from spark_replicate.session import Paths, read_tables
 
-__all__ = ["apply_changes", "ApplyResult"]
+__all__ = ["apply_changes", "apply_topic", "ApplyResult"]
 
 STATE_DIR = "_spark_replicate"
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -101,6 +102,32 @@ def apply_changes(changes: DataFrame, target: str, keys: list[str] | None = None
 
     return (changes.writeStream.foreachBatch(apply_micro_batch)
             .option("checkpointLocation", checkpoint_location).start())
+
+
+def apply_topic(spark: SparkSession, path: Paths, target: str, schema_topic: Paths | None = None, scd_type: int = 1,
+                transactional: bool = False, continuous: bool = False, **reader_options: object) -> dict[str, ApplyResult]:
+    """Applies every table of a landed topic (the tables its metadata announces, as
+    :func:`spark_replicate.read_tables` reads them, with ``reader_options``) to its own Delta table
+    ``target/SCHEMA.TABLE``; returns ``{"SCHEMA.TABLE": ApplyResult}``.
+
+    Each table's state is kept beside its Delta table, so a rerun, after a crash or once more
+    files have landed, finishes what was interrupted and applies only the changes not applied yet
+    (it reads the input again: the ones applied already are counted as ignored).
+    """
+    if transactional:
+        raise NotImplementedError("apply_topic(transactional=True) is not built yet: each table's changes are applied "
+                                  "as they come, not held until their transaction is complete; apply without it")
+    if continuous:
+        raise NotImplementedError("apply_topic(continuous=True) needs a streaming read of landed files, which is not "
+                                  "built yet; run apply_topic again as files land (each run applies what is new)")
+    tables = read_tables(spark, path, schema_topic=schema_topic, **reader_options)
+    results = {}
+    for name, changes in tables.items():
+        try:
+            results[name] = apply_changes(changes, f"{target.rstrip('/')}/{name}", scd_type=scd_type)
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from error
+    return results
 
 
 def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
