@@ -97,6 +97,7 @@ def test_ten_batches_in_commit_order_then_all_again(spark, zone, tmp_path):
 
 
 @needs_delta
+@pytest.mark.slow
 def test_files_shuffled_and_some_delivered_twice(spark, zone, tmp_path):
     """One batch per landed file, in a random order, one file twice: a key's changes are in its
     partition's file, but a moved row's old key is in another file, applied before or after."""
@@ -110,7 +111,7 @@ def test_files_shuffled_and_some_delivered_twice(spark, zone, tmp_path):
 
 
 @needs_delta
-@pytest.mark.parametrize("batches", [1, 3])
+@pytest.mark.parametrize("batches", [1, pytest.param(3, marks=pytest.mark.slow)])
 def test_history_equals_the_simulated_versions(spark, zone, tmp_path, batches):
     table, target = "HR.DEPARTMENTS", tmp_path / "departments"
     for batch in in_commit_order(read_table(spark, zone, table), batches):
