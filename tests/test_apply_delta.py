@@ -157,6 +157,8 @@ def test_what_apply_changes_refuses(spark, zone, tmp_path):
     target = str(tmp_path / "departments")
     with pytest.raises(ValueError, match="scd_type=3"):
         spark_replicate.apply_changes(changes, target, scd_type=3)
+    with pytest.raises(ValueError, match="'lake/departments' is a relative path: pass an absolute path"):
+        spark_replicate.apply_changes(changes, "lake/departments")
     with pytest.raises(ValueError, match="checkpoint_location is for a streaming DataFrame"):
         spark_replicate.apply_changes(changes, target, checkpoint_location=str(tmp_path / "checkpoint"))
     (tmp_path / "landed").mkdir()

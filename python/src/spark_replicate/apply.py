@@ -160,6 +160,10 @@ class _State:
     def __init__(self, spark: SparkSession, target: str, changes: DataFrame, layout: Layout, scd_type: int):
         self.spark, self.layout, self.scd_type = spark, layout, scd_type
         self._target_path = target if "/" in target else None
+        if self._target_path and not (target.startswith("/") or ":" in target.split("/")[0]):
+            # Delta's SQL names a table by path only when the path is absolute (delta.`/...`).
+            raise ValueError(f"target {target!r} is a relative path: pass an absolute path or a URI "
+                             "(file:/..., s3a://...), or a table name")
         self.target = _delta_name(target) if self._target_path else target
         table_columns = changes.select(*map(quoted, layout.columns)).limit(0)
         if scd_type == 2:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def _show_current_state(spark, zone: generate.LandingZone, changes, table: str) 
     generation removes it) and shows the table as it stands, the source table's twin."""
     import spark_replicate
 
-    target = str(zone.root / "_current" / table)
+    target = str(zone.root.resolve() / "_current" / table)
     result = spark_replicate.apply_changes(changes, target)
     state = spark.read.format("delta").load(target)
     print(f"\n{table} as it stands, applied to the Delta table {target}: {result.inserted} rows "
@@ -142,7 +143,7 @@ def _run_apply(args: argparse.Namespace) -> int:
         return 2
     spark = _session("apply", args.master, delta=True)
     try:
-        results = apply_topic(spark, args.input, args.target, schema_topic=args.schema_topic, scd_type=args.scd_type,
+        results = apply_topic(spark, args.input, os.path.abspath(args.target), schema_topic=args.schema_topic, scd_type=args.scd_type,
                               **({} if args.mode is None else {"mode": args.mode}))
     finally:
         spark.stop()

@@ -76,6 +76,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   import DeltaTarget._
 
   private val targetPath = if (name.contains("/")) Some(name) else None
+  // Delta's SQL names a table by path only when the path is absolute (delta.`/...`).
+  require(targetPath.forall(path => path.startsWith("/") || path.takeWhile(_ != '/').contains(':')),
+    s"target $name is a relative path: pass an absolute path or a URI (file:/..., s3a://...), or a table name")
   private val target = targetPath.map(deltaName).getOrElse(name)
   locally {
     val columns = changes.select(layout.columns.map(quoted): _*).limit(0)
