@@ -4,6 +4,14 @@
 // `bin/sbt -Dspark.version=4.2.0 test` compiles and tests against another Spark.
 val sparkVersion = sys.props.getOrElse("spark.version", "4.0.4")
 val avroVersion = "1.12.0"
+// The delta-spark release built for each Spark minor, as python/src/spark_replicate/_delta.py names
+// them, for the Delta tests of `Changes.applyChanges` (Spark 4.3 has none: those tests cancel).
+val deltaForSpark = Map("4.0" -> "delta-spark_2.13:4.0.1", "4.1" -> "delta-spark_4.1_2.13:4.1.0",
+  "4.2" -> "delta-spark_4.2_2.13:4.4.0")
+val delta = deltaForSpark.get(sparkVersion.split('.').take(2).mkString(".")).toSeq.map { coordinates =>
+  val Array(artifact, release) = coordinates.split(':')
+  "io.delta" % artifact % release % Test
+}
 
 ThisBuild / scalaVersion := "2.13.16"
 ThisBuild / organization := "io.sparkreplicate"
@@ -22,7 +30,7 @@ lazy val root = (project in file("."))
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
       "org.apache.avro" % "avro" % avroVersion % Provided,
       "org.scalatest" %% "scalatest" % "3.2.19" % Test,
-      "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test),
+      "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test) ++ delta,
     // The Python package and the tests pick the jar up under a stable name.
     Compile / packageBin / artifactPath := target.value / "spark-replicate.jar",
     Compile / resourceGenerators += Def.task {

@@ -17,10 +17,11 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
 @contextmanager
-def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] = ()):
-    """A Connect server whose driver runs ``master``, with ``jars`` on its class path; yields its
-    ``sc://`` URL and stops the server (and its executors) afterwards. Its warehouse, logs and
-    scratch space are under ``workdir``."""
+def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] = (),
+                   conf: dict[str, str] | None = None):
+    """A Connect server whose driver runs ``master``, with ``jars`` on its class path and the
+    settings ``conf``; yields its ``sc://`` URL and stops the server (and its executors)
+    afterwards. Its warehouse, logs and scratch space are under ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
@@ -28,10 +29,11 @@ def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] =
     settings = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
                 "spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
                 "spark.sql.shuffle.partitions": "2", "spark.driver.host": "127.0.0.1",
-                "spark.driver.bindAddress": "127.0.0.1", "spark.sql.warehouse.dir": str(workdir / "warehouse")}
+                "spark.driver.bindAddress": "127.0.0.1", "spark.sql.warehouse.dir": str(workdir / "warehouse"), **(conf or {})}
     if jars:
         # The connector's SQL functions (from_replicate), as configure_spark sets them on a classic session.
-        settings["spark.sql.extensions"] = "io.sparkreplicate.ReplicateExtensions"
+        settings["spark.sql.extensions"] = ",".join(
+            ["io.sparkreplicate.ReplicateExtensions", *filter(None, [settings.get("spark.sql.extensions")])])
     args = ["--class", SERVER_CLASS, "--master", master, *(["--jars", ",".join(jars)] if jars else [])]
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
+import pyspark
 import pytest
 from fastavro import block_reader
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -26,6 +27,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
                                IntegerType, LongType, StringType, TimestampType)
 
 import spark_replicate
+from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type,
                                       expected_value, generate_landing_zone, mask_ordinals)
 
@@ -118,15 +120,24 @@ def avro_zone(landing_zone) -> LandingZone:
 # --------------------------------------------------------------------------------------------
 
 
+# Delta Lake is on the test session where a delta-spark release serves the running Spark minor,
+# unless SPARK_REPLICATE_TEST_DELTA=0: `make smoke` sets it, as no smoke test needs Delta and the
+# smoke runs on other minors should not depend on that minor's Delta jars.
+DELTA = (".".join(pyspark.__version__.split(".")[:2]) in DELTA_PACKAGES
+         and os.environ.get("SPARK_REPLICATE_TEST_DELTA", "1") != "0")
+
+
 def session_builder(master: str) -> SparkSession.Builder:
-    """The connector's documented set-up, with settings that keep a test session small."""
+    """The connector's documented set-up, with settings that keep a test session small (Delta
+    reconstructs a table's state in 50 tasks by default)."""
     builder = (SparkSession.builder.master(master).appName("spark-replicate-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.databricks.delta.snapshotPartitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1"))
-    return spark_replicate.configure_spark(builder)
+    return spark_replicate.configure_spark(builder, delta=DELTA)
 
 
 @pytest.fixture(scope="session")
@@ -151,9 +162,13 @@ def kafka_bootstrap(tmp_path_factory):
 @pytest.fixture(scope="session")
 def connect_url(tmp_path_factory):
     """The ``sc://`` URL of a Spark Connect server started once for the run, with the connector
-    on its class path (``--jars``) as the README says; stopped at the end of the run."""
+    on its class path (``--jars``) as the README says, and Delta Lake where the minor has it;
+    stopped at the end of the run."""
     from _connect import connect_server
-    with connect_server(tmp_path_factory.mktemp("connect-server"), jars=[str(spark_replicate.jar_path())]) as url:
+    delta = {"spark.jars.packages": delta_package(pyspark.__version__), "spark.sql.extensions": DELTA_EXTENSION,
+             "spark.sql.catalog.spark_catalog": DELTA_CATALOG, "spark.databricks.delta.snapshotPartitions": "2"}
+    with connect_server(tmp_path_factory.mktemp("connect-server"), jars=[str(spark_replicate.jar_path())],
+                        conf=delta if DELTA else None) as url:
         yield url
 
 
@@ -184,6 +199,12 @@ def spark_conf(spark: SparkSession, settings: dict[str, str]):
 
 def table_def(zone: LandingZone, table: str) -> TableDef:
     return next(t for t in zone.tables if t.name == table)
+
+
+def source_row(zone: LandingZone, table: str, row: dict) -> dict:
+    """A row of the simulated source (``LandingZone.final_state`` or ``history``) as the reader
+    returns its values, in the output's column order; a column the row lacks is null."""
+    return {c.name: expected_value(c, row.get(c.name)) for c in layout_columns(zone, table)}
 
 
 def read_table(spark: SparkSession, zone: LandingZone, table: str | None, *, paths=None,

@@ -18,9 +18,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 import spark_replicate
-from conftest import assert_same_rows, collect_plain, read_table, run_python, table_def
+from conftest import assert_same_rows, collect_plain, read_table, run_python, source_row, table_def
 from spark_replicate.cdc import KEY_POSITION
-from spark_replicate.generate import expected_value, generate_landing_zone, mask_ordinals
+from spark_replicate.generate import generate_landing_zone, mask_ordinals
 
 TABLES = ["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS"]
 ZONES = {
@@ -55,11 +55,6 @@ def applied(implementation: str, helper: str, changes: DataFrame) -> DataFrame:
     return DataFrame(getattr(scala, method)(changes._jdf, no_keys), changes.sparkSession)
 
 
-def as_read(zone, table, row: dict) -> dict:
-    """A source row as the reader returns its values, in column order."""
-    return {c.name: expected_value(c, row[c.name]) for c in table_def(zone, table).columns}
-
-
 @pytest.mark.parametrize("implementation", ["python", "scala"])
 @pytest.mark.parametrize("zone_name", list(ZONES))
 @pytest.mark.parametrize("table", TABLES)
@@ -67,7 +62,7 @@ def test_latest_state_equals_the_source_table(spark, zones, zone_name, table, im
     zone = zones[zone_name]
     changes = shuffled_with_duplicates(spark, zone, table, seed=len(zone_name))
     state = applied(implementation, "latest_state", changes)
-    assert_same_rows(collect_plain(state), [as_read(zone, table, row) for row in zone.final_state(table).values()])
+    assert_same_rows(collect_plain(state), [source_row(zone, table, row) for row in zone.final_state(table).values()])
 
 
 @pytest.mark.parametrize("implementation", ["python", "scala"])
@@ -76,7 +71,7 @@ def test_latest_state_equals_the_source_table(spark, zones, zone_name, table, im
 def test_history_equals_the_simulated_versions(spark, zones, zone_name, table, implementation):
     zone = zones[zone_name]
     versions = applied(implementation, "history", shuffled_with_duplicates(spark, zone, table, seed=7))
-    expected = [{**as_read(zone, table, v.row), "__START_AT": v.start_at, "__END_AT": v.end_at}
+    expected = [{**source_row(zone, table, v.row), "__START_AT": v.start_at, "__END_AT": v.end_at}
                 for key_versions in zone.history(table).values() for v in key_versions]
     assert_same_rows(collect_plain(versions), expected)
 

@@ -9,11 +9,13 @@ DELETE of the old key). Over a window per key, ordered by change sequence with f
 first, each column's value after an event is the last value an event set: a column the event
 does not set (not in its column mask) is null in that event's ``struct(value)``, which
 ``last(..., ignorenulls)`` skips, while a real NULL is a non-null struct holding null.
+:mod:`spark_replicate.apply` replays a batch the same way over the rows a Delta table holds.
 """
 
 from __future__ import annotations
 
 from functools import reduce
+from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame, Window, functions as F
 
@@ -21,37 +23,52 @@ __all__ = ["latest_state", "history", "KEY_POSITION"]
 
 KEY_POSITION = "replicate.primaryKeyPosition"
 START_AT, END_AT = "__START_AT", "__END_AT"
-_OPERATION, _SEQUENCE = "header__operation", "header__change_seq"
+OPERATION, SEQUENCE = "header__operation", "header__change_seq"
 _PRESENT, _BEFORE = "header__present_columns", "header__before_image"
-_LAST, _DELETE = "__replicate_last", "DELETE"
+DELETE = "DELETE"
+# Internal columns of the events and of their replay.
+LAST, RANK, DERIVED = "__replicate_last", "__replicate_rank", "__replicate_derived"
+
+
+class Layout(NamedTuple):
+    """The table's columns (in the reader's order), its key columns (in key order), and the others."""
+
+    columns: list[str]
+    keys: list[str]
+    values: list[str]
 
 
 def latest_state(changes: DataFrame, keys: list[str] | None = None) -> DataFrame:
     """The table after ``changes``: one row per live key, the table's columns only."""
-    columns, events = _applied(changes, keys)
-    return events.where(F.col(_LAST) & (F.col(_OPERATION) != _DELETE)).select(*map(_col, columns))
+    layout = table_layout(changes, keys)
+    events = replay(change_events(changes, layout), layout)
+    return events.where(F.col(LAST) & (F.col(OPERATION) != DELETE)).select(*map(quoted, layout.columns))
 
 
 def history(changes: DataFrame, keys: list[str] | None = None) -> DataFrame:
     """One row per version of each key: the table's columns, ``__START_AT`` and ``__END_AT``."""
-    columns, events = _applied(changes, keys)
-    return events.where(F.col(_OPERATION) != _DELETE).select(*map(_col, columns), START_AT, END_AT)
+    layout = table_layout(changes, keys)
+    events = replay(change_events(changes, layout), layout)
+    return events.where(F.col(OPERATION) != DELETE).select(*map(quoted, layout.columns), START_AT, END_AT)
 
 
-def _col(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
+def quoted(name: str) -> Column:
+    return F.col(quote(name))
 
 
-def _table_columns(changes: DataFrame) -> list[str]:
-    missing = [c for c in (_OPERATION, _SEQUENCE, _PRESENT, _BEFORE) if c not in changes.columns]
+def quote(name: str) -> str:
+    """``name`` as a SQL identifier, whatever characters it holds."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_layout(changes: DataFrame, keys: list[str] | None) -> Layout:
+    """The table's columns and keys; ``keys`` if given, else the columns whose schema metadata has
+    a primary-key position, in key order."""
+    missing = [c for c in (OPERATION, SEQUENCE, _PRESENT, _BEFORE) if c not in changes.columns]
     if missing:
         raise ValueError(f"changes lacks {', '.join(missing)}: pass the flat layout of one table as the reader "
                          "returns it (with expandMasks=true, the default)")
-    return [f.name for f in changes.schema[_BEFORE].dataType.fields]
-
-
-def _keys(changes: DataFrame, columns: list[str], keys: list[str] | None) -> list[str]:
-    """``keys`` if given, else the columns whose schema metadata has a primary-key position, in key order."""
+    columns = [f.name for f in changes.schema[_BEFORE].dataType.fields]
     if keys is None:
         positions = {f.name: f.metadata.get(KEY_POSITION) for f in changes.schema.fields if f.name in columns}
         keys = sorted((n for n, p in positions.items() if p), key=positions.get)
@@ -59,39 +76,50 @@ def _keys(changes: DataFrame, columns: list[str], keys: list[str] | None) -> lis
     if not keys or unknown:
         problem = f"unknown key columns {', '.join(unknown)}" if unknown else "the metadata names no primary key"
         raise ValueError(f"{problem}: pass keys= with the table's key columns, among: {', '.join(columns)}")
-    return list(keys)
+    return Layout(columns, list(keys), [c for c in columns if c not in keys])
 
 
-def _applied(changes: DataFrame, keys: list[str] | None) -> tuple[list[str], DataFrame]:
-    """Every event of every key with all the table's columns as they stand after it, ``__START_AT``
-    (its change sequence), ``__END_AT`` (the next event's) and whether it is the key's last."""
-    columns = _table_columns(changes)
-    keys = _keys(changes, columns, keys)
-    values = [c for c in columns if c not in keys]
-    changes = changes.dropDuplicates([_SEQUENCE, _OPERATION, *keys])
+def slot(index: int) -> str:
+    return f"__replicate_{index}"
+
+
+def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
+    """Every change once (duplicates dropped) as an event on its key: the keys, change sequence,
+    operation, ``RANK`` 1 (a change, not a baseline), ``DERIVED`` (the DELETE of a moved row's old
+    key), and per value column a slot: ``struct(value)`` when the event sets it, else null."""
+    keys, values = layout.keys, layout.values
+    changes = changes.dropDuplicates([SEQUENCE, OPERATION, *keys])
     before = F.col(_BEFORE)
-    moved = ((F.col(_OPERATION) == "UPDATE") & before.isNotNull()
-             & ~reduce(lambda a, b: a & b, [before.getField(k).eqNullSafe(_col(k)) for k in keys]))
-    whole_row = F.col(_OPERATION).isin("INSERT", "REFRESH") | moved
-    slots = [f"__replicate_{i}" for i in range(len(values))]
+    moved = ((F.col(OPERATION) == "UPDATE") & before.isNotNull()
+             & ~reduce(lambda a, b: a & b, [before.getField(k).eqNullSafe(quoted(k)) for k in keys]))
+    whole_row = F.col(OPERATION).isin("INSERT", "REFRESH") | moved
 
     def in_mask(column: str) -> Column:
         return F.col(_PRESENT).isNull() | F.array_contains(F.col(_PRESENT), column)
 
     # A moved row starts from its before-image for the columns its mask leaves out.
     def set_value(column: str) -> Column:
-        value = F.when(moved & ~in_mask(column), before.getField(column)).otherwise(_col(column))
+        value = F.when(moved & ~in_mask(column), before.getField(column)).otherwise(quoted(column))
         return F.when(whole_row | in_mask(column), F.struct(value.alias("v")))
 
-    events = changes.select(*map(_col, keys), _SEQUENCE, _OPERATION,
-                            *(set_value(c).alias(s) for c, s in zip(values, slots)))
+    events = changes.select(*map(quoted, keys), SEQUENCE, OPERATION, F.lit(1).alias(RANK), F.lit(False).alias(DERIVED),
+                            *(set_value(c).alias(slot(i)) for i, c in enumerate(values)))
     moved_away = changes.where(moved).select(
-        *(before.getField(k).alias(k) for k in keys), _SEQUENCE, F.lit(_DELETE).alias(_OPERATION),
-        *(F.lit(None).cast(events.schema[s].dataType).alias(s) for s in slots))
-    order = Window.partitionBy(*map(_col, keys)).orderBy(F.col(_SEQUENCE).asc_nulls_first())
+        *(before.getField(k).alias(k) for k in keys), SEQUENCE, F.lit(DELETE).alias(OPERATION),
+        F.lit(1).alias(RANK), F.lit(True).alias(DERIVED),
+        *(F.lit(None).cast(events.schema[slot(i)].dataType).alias(slot(i)) for i in range(len(values))))
+    return events.unionByName(moved_away)
+
+
+def replay(events: DataFrame, layout: Layout) -> DataFrame:
+    """Every event of every key with all the table's columns as they stand after it, ``__START_AT``
+    (its change sequence), ``__END_AT`` (the next event's) and whether it is the key's ``LAST``.
+    Events of ``RANK`` 0 (a baseline: the row a table already holds) come before the changes."""
+    keys, values = layout.keys, layout.values
+    order = Window.partitionBy(*map(quoted, keys)).orderBy(RANK, F.col(SEQUENCE).asc_nulls_first())
     so_far = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    return columns, events.unionByName(moved_away).select(
-        *map(_col, keys), _OPERATION,
-        *(F.last(s, ignorenulls=True).over(so_far).getField("v").alias(c) for c, s in zip(values, slots)),
-        F.col(_SEQUENCE).alias(START_AT), F.lead(_SEQUENCE).over(order).alias(END_AT),
-        F.lead(F.lit(False), default=True).over(order).alias(_LAST))
+    return events.select(
+        *map(quoted, keys), OPERATION, RANK, DERIVED,
+        *(F.last(slot(i), ignorenulls=True).over(so_far).getField("v").alias(c) for i, c in enumerate(values)),
+        F.col(SEQUENCE).alias(START_AT), F.lead(SEQUENCE).over(order).alias(END_AT),
+        F.lead(F.lit(False), default=True).over(order).alias(LAST))

@@ -1,9 +1,11 @@
-"""``spark-replicate``: generate a realistic landing zone, run the demo on one, inspect one, or export one as Parquet."""
+"""``spark-replicate``: generate a realistic landing zone, run the demo on one, inspect one, export one as
+Parquet, or apply one to Delta Lake tables."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -48,13 +50,14 @@ def _run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _session(command: str, master: str, conf: dict[str, str] | None = None):
+def _session(command: str, master: str, conf: dict[str, str] | None = None, delta: bool = False):
     # Imported here so that `generate` works without starting (or even importing) Spark.
     from pyspark.sql import SparkSession
 
     import spark_replicate
 
-    builder = spark_replicate.configure_spark(SparkSession.builder.master(master).appName(f"spark-replicate {command}"))
+    builder = spark_replicate.configure_spark(SparkSession.builder.master(master).appName(f"spark-replicate {command}"),
+                                              delta=delta)
     # Spark's stage progress bar redraws one line with carriage returns: shown on a terminal only.
     settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower()}
     for key, value in {**settings, **(conf or {})}.items():
@@ -78,7 +81,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     topic = zone.topics[next(t.topic for t in zone.tables if t.name == args.table)]
     print(f"Landing zone: {zone.root}  (schema topic {zone.schema_topic.name}, data topics "
           f"{', '.join(sorted(zone.topics))})")
-    spark = _session("demo", args.master, {"spark.sql.session.timeZone": "UTC"})
+    spark = _session("demo", args.master, {"spark.sql.session.timeZone": "UTC"}, delta=True)
     try:
         changes = spark_replicate.read(spark, str(topic), schema_topic=str(zone.schema_topic), table=args.table)
         key = [c for c in changes.columns if not c.startswith("header__")][:3]
@@ -95,9 +98,25 @@ def _run_demo(args: argparse.Namespace) -> int:
         expected = zone.expected_counts()[args.table]
         ok = all(counts.get(op, 0) == n for op, n in expected.items()) and sum(counts.values()) == sum(expected.values())
         print(f"Matches the generated messages exactly: {'yes' if ok else 'NO'} ({sum(counts.values())} rows)")
-        return 0 if ok else 1
+        return 0 if ok and _show_current_state(spark, zone, changes, args.table) else 1
     finally:
         spark.stop()
+
+
+def _show_current_state(spark, zone: generate.LandingZone, changes, table: str) -> bool:
+    """Applies the changes to a Delta table inside the landing zone (so the next demo's
+    generation removes it) and shows the table as it stands, the source table's twin."""
+    import spark_replicate
+
+    target = str(zone.root.resolve() / "_current" / table)
+    result = spark_replicate.apply_changes(changes, target)
+    state = spark.read.format("delta").load(target)
+    print(f"\n{table} as it stands, applied to the Delta table {target}: {result.inserted} rows "
+          f"({result.ignored} change rows ignored as stale or duplicate)")
+    state.orderBy(*state.columns[:1]).show(8, truncate=24)
+    ok = state.count() == len(zone.final_state(table))
+    print(f"As many rows as the simulated source table holds: {'yes' if ok else 'NO'} ({len(zone.final_state(table))})")
+    return ok
 
 
 def _run_export(args: argparse.Namespace) -> int:
@@ -115,6 +134,25 @@ def _run_export(args: argparse.Namespace) -> int:
         spark.stop()
 
 
+def _run_apply(args: argparse.Namespace) -> int:
+    from spark_replicate.apply import apply_topic
+
+    if args.transactional or args.continuous:
+        print(f"spark-replicate apply: --{'transactional' if args.transactional else 'continuous'} is not built yet; "
+              "apply without it (each run applies what is new)", file=sys.stderr)
+        return 2
+    spark = _session("apply", args.master, delta=True)
+    try:
+        results = apply_topic(spark, args.input, os.path.abspath(args.target), schema_topic=args.schema_topic, scd_type=args.scd_type,
+                              **({} if args.mode is None else {"mode": args.mode}))
+    finally:
+        spark.stop()
+    for table, result in sorted(results.items()):
+        print(f"{table}: batch {result.batch}: {result.inserted} inserted, {result.updated} updated, "
+              f"{result.deleted} deleted, {result.ignored} change rows ignored (stale or duplicate)")
+    return 0
+
+
 def _run_inspect(args: argparse.Namespace) -> int:
     from spark_replicate.inspection import inspect, render
 
@@ -126,6 +164,15 @@ def _run_inspect(args: argparse.Namespace) -> int:
         spark.stop()
     print(json.dumps(report, indent=2) if args.json else render(report), end="\n" if args.json else "")
     return 0
+
+
+def _add_landing_arguments(parser: argparse.ArgumentParser) -> None:
+    """The input of a command that reads every table of landed topics, its mode and master."""
+    parser.add_argument("input", nargs="+", help="landed data topic(s): paths or globs")
+    parser.add_argument("--schema-topic", help="landed schema topic; by default the metadata messages of the input")
+    parser.add_argument("--mode", type=str.upper, choices=("FAILFAST", "PERMISSIVE", "DROPMALFORMED"),
+                        help="what a malformed message does (the reader's `mode`; default FAILFAST)")
+    parser.add_argument("--master", default="local[*]")
 
 
 def _reader_option(text: str) -> tuple[str, str]:
@@ -156,13 +203,22 @@ def main(argv: list[str] | None = None) -> int:
         description="Writes each table of the landed topic(s) as Parquet under DIR/<SCHEMA.TABLE>/export_batch=<n>/. "
                     "A rerun exports only the input files no earlier run exported, and first completes a run "
                     "that was interrupted; the manifest is kept under DIR/_spark_replicate/.")
-    export.add_argument("input", nargs="+", help="landed data topic(s): paths or globs")
+    _add_landing_arguments(export)
     export.add_argument("--output", required=True, metavar="DIR")
-    export.add_argument("--schema-topic", help="landed schema topic; by default the metadata messages of the input")
-    export.add_argument("--mode", type=str.upper, choices=("FAILFAST", "PERMISSIVE", "DROPMALFORMED"),
-                        help="what a malformed message does (the reader's `mode`; default FAILFAST)")
-    export.add_argument("--master", default="local[*]")
     export.set_defaults(run=_run_export)
+
+    apply = commands.add_parser(
+        "apply", help="apply every table's changes to its own Delta Lake table under DIR/<SCHEMA.TABLE>",
+        description="MERGEs the changes of each table of the landed topic(s) into the Delta table DIR/<SCHEMA.TABLE> "
+                    "(created when absent), by the rules of the README's \"Applying changes\". A rerun finishes an "
+                    "interrupted run and applies only the changes not applied yet; it prints one line per table.")
+    _add_landing_arguments(apply)
+    apply.add_argument("--target", required=True, metavar="DIR")
+    apply.add_argument("--scd-type", type=int, choices=(1, 2), default=1,
+                       help="1: the current state (default); 2: the history, with __START_AT and __END_AT")
+    apply.add_argument("--transactional", action="store_true", help="not built yet: refused")
+    apply.add_argument("--continuous", action="store_true", help="not built yet: refused")
+    apply.set_defaults(run=_run_apply)
 
     inspect = commands.add_parser(
         "inspect", help="what a landing zone holds: tables, versions, changes, malformed messages, files",

@@ -9,6 +9,7 @@ from typing import Iterable, Union
 import pyspark
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, delta_package
 from spark_replicate._jar import ReplicateSetupError, check_spark_version, jar_path
 
 Paths = Union[str, Iterable[str]]
@@ -16,28 +17,31 @@ Paths = Union[str, Iterable[str]]
 EXTENSIONS = "io.sparkreplicate.ReplicateExtensions"
 
 
-def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
+def configure_spark(builder: SparkSession.Builder, delta: bool = False) -> SparkSession.Builder:
     """Adds the bundled connector jar and its SQL functions (``spark.sql.extensions``) to ``builder``
-    and returns it.
+    and returns it; with ``delta``, Delta Lake too (the delta-spark jars built for the running Spark
+    minor, which Spark fetches from Maven Central when the session starts, its SQL extension and
+    its catalog), as ``apply_changes`` needs.
 
-    Call it before the first ``getOrCreate()``: a JVM cannot take the jar once it runs, so a
-    running SparkContext without it is an error rather than a silent no-op. A builder for a Spark
+    Call it before the first ``getOrCreate()``: a JVM cannot take the jars once it runs, so a
+    running SparkContext without them is an error rather than a silent no-op. A builder for a Spark
     Connect server is refused: the jar belongs on the server.
     """
     _refuse_remote(builder)
     check_spark_version(pyspark.__version__, jar_path())
+    package = delta_package(pyspark.__version__) if delta else None
     jar = str(jar_path())
     active = pyspark.SparkContext._active_spark_context
     if active is not None:
         jars = active.getConf().get("spark.jars", "")
-        if jar not in jars.split(","):
+        if jar not in jars.split(",") or (delta and not _loadable(active._jvm, DELTA_EXTENSION)):
             raise ReplicateSetupError(
-                "a SparkSession without the spark-replicate jar is already running; call "
-                "spark_replicate.configure_spark(SparkSession.builder) before the first "
-                "getOrCreate() of the process"
+                f"a SparkSession without the spark-replicate jar{' or Delta Lake' if delta else ''} is already "
+                f"running; call spark_replicate.configure_spark(SparkSession.builder{', delta=True' if delta else ''}) "
+                "before the first getOrCreate() of the process"
             )
         return builder
-    if pyspark.SparkContext._jvm is not None and not _connector_loadable(pyspark.SparkContext._jvm):
+    if pyspark.SparkContext._jvm is not None and not _loadable(pyspark.SparkContext._jvm, _CONNECTOR_CLASS):
         # A stopped session keeps its JVM, whose class path is fixed: a new session would start
         # but could not find the `replicate` format.
         raise ReplicateSetupError(
@@ -45,11 +49,16 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
             "(stopping a session does not stop its JVM); call spark_replicate.configure_spark "
             "before the first getOrCreate() of the process, or use a new process"
         )
-    return _append(_append(builder, "spark.jars", jar), "spark.sql.extensions", EXTENSIONS)
+    builder = _append_setting(_append_setting(builder, "spark.jars", jar), "spark.sql.extensions", EXTENSIONS)
+    if package is not None:
+        builder = _append_setting(_append_setting(builder, "spark.jars.packages", package),
+                                  "spark.sql.extensions", DELTA_EXTENSION)
+        builder = builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    return builder
 
 
-def _append(builder: SparkSession.Builder, key: str, value: str) -> SparkSession.Builder:
-    """Adds ``value`` to the comma-separated setting ``key`` of ``builder``, keeping what is there."""
+def _append_setting(builder: SparkSession.Builder, key: str, value: str) -> SparkSession.Builder:
+    """Adds ``value`` to a comma-separated setting, keeping what the builder already has."""
     existing = getattr(builder, "_options", {}).get(key)
     if existing and value in existing.split(","):
         return builder
@@ -74,13 +83,14 @@ def _refuse_remote(builder: SparkSession.Builder) -> None:
     )
 
 
-def _connector_loadable(jvm) -> bool:
+_CONNECTOR_CLASS = "io.sparkreplicate.v2.ReplicateDataSource"
+
+
+def _loadable(jvm, class_name: str) -> bool:
     from py4j.protocol import Py4JJavaError
 
     try:
-        jvm.java.lang.Class.forName(
-            "io.sparkreplicate.v2.ReplicateDataSource", False,
-            jvm.java.lang.Thread.currentThread().getContextClassLoader())
+        jvm.java.lang.Class.forName(class_name, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
         return True
     except Py4JJavaError:
         return False

@@ -3,51 +3,85 @@ package io.sparkreplicate.cdc
 import org.apache.spark.sql.{Column, DataFrame}
 import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
+import org.apache.spark.sql.streaming.StreamingQuery
 import org.apache.spark.sql.types.StructType
 
 import io.sparkreplicate.catalyst.OutputColumns
 
 /**
- * Apply Replicate changes: the table as it stands after them, and its history (SCD type 2).
- * Both take the flat-layout DataFrame of one table as the reader returns it; the rules are in the
- * README's "Applying changes", and `spark_replicate.cdc` implements the same ones in Python.
+ * Apply Replicate changes: the table as it stands after them, its history (SCD type 2), and
+ * either kept in a Delta Lake table batch after batch. All take the flat-layout DataFrame of one
+ * table as the reader returns it; the rules are in the README's "Applying changes", and
+ * `spark_replicate.cdc` / `spark_replicate.apply` implement the same ones in Python.
  *
  * How: every change becomes an event on its key (an UPDATE that changes the key also becomes a
  * DELETE of the old key). Over a window per key, ordered by change sequence with full-load rows
  * first, each column's value after an event is the last value an event set: a column the event
  * does not set (not in its column mask) is null in that event's `struct(value)`, which
  * `last(..., ignoreNulls)` skips, while a real NULL is a non-null struct holding null.
+ * [[DeltaTarget]] replays a batch the same way after the rows a Delta table holds.
  */
 object Changes {
   val StartAt = "__START_AT"
   val EndAt = "__END_AT"
   import OutputColumns.{BeforeImage, ChangeSeq, Operation, PresentColumns, PrimaryKeyPosition}
-  private val Last = "__replicate_last"
-  private val Delete = "DELETE"
+  private[cdc] val Last = "__replicate_last"
+  private[cdc] val Rank = "__replicate_rank"
+  private[cdc] val Derived = "__replicate_derived"
+  private[cdc] val Delete = "DELETE"
+
+  /** The table's columns (in the reader's order), its key columns (in key order), and the others. */
+  private[cdc] case class Layout(columns: Seq[String], keys: Seq[String]) {
+    val values: Seq[String] = columns.filterNot(keys.contains)
+  }
 
   /** The table after `changes`: one row per live key, the table's columns only. */
   def latestState(changes: DataFrame, keys: Seq[String] = Nil): DataFrame = {
-    val (columns, events) = applied(changes, keys)
-    events.where(col(Last) && col(Operation) =!= Delete).select(columns.map(column): _*)
+    val layout = tableLayout(changes, keys)
+    replay(changeEvents(changes, layout), layout).where(col(Last) && col(Operation) =!= Delete)
+      .select(layout.columns.map(quoted): _*)
   }
 
   /** One row per version of each key: the table's columns, `__START_AT` and `__END_AT`. */
   def history(changes: DataFrame, keys: Seq[String] = Nil): DataFrame = {
-    val (columns, events) = applied(changes, keys)
-    events.where(col(Operation) =!= Delete).select(columns.map(column) :+ col(StartAt) :+ col(EndAt): _*)
+    val layout = tableLayout(changes, keys)
+    replay(changeEvents(changes, layout), layout).where(col(Operation) =!= Delete)
+      .select(layout.columns.map(quoted) :+ col(StartAt) :+ col(EndAt): _*)
   }
 
-  private def column(name: String): Column = col("`" + name.replace("`", "``") + "`")
+  /**
+   * MERGE a batch of changes into the Delta table `target` (a path if it holds a `/`, else a
+   * table name), created when absent with the table's columns; `scdType` 1 keeps the current
+   * state, 2 the history. Returns what the batch did.
+   */
+  def applyChanges(changes: DataFrame, target: String, keys: Seq[String] = Nil, scdType: Int = 1): ApplyResult = {
+    require(!changes.isStreaming, "a streaming DataFrame is applied with applyChangesStream, which needs a checkpoint")
+    DeltaTarget.applyBatch(changes, target, tableLayout(changes, keys), scdType, stream = None)
+  }
 
-  private def tableColumns(changes: DataFrame): Seq[String] = {
+  /** [[applyChanges]] for a streaming DataFrame, per micro-batch: returns the started query. */
+  def applyChangesStream(changes: DataFrame, target: String, checkpointLocation: String, keys: Seq[String] = Nil,
+      scdType: Int = 1): StreamingQuery = {
+    require(changes.isStreaming, "a batch DataFrame is applied once, with applyChanges")
+    val layout = tableLayout(changes, keys)
+    DeltaTarget.checkScdType(scdType)
+    changes.writeStream.option("checkpointLocation", checkpointLocation)
+      .foreachBatch { (batch: DataFrame, id: Long) =>
+        DeltaTarget.applyBatch(batch, target, layout, scdType, Some((checkpointLocation, id)))
+        ()
+      }.start()
+  }
+
+  private[cdc] def quote(name: String): String = "`" + name.replace("`", "``") + "`"
+
+  private[cdc] def quoted(name: String): Column = col(quote(name))
+
+  /** `keys` if given, else the columns whose schema metadata has a primary-key position, in key order. */
+  private[cdc] def tableLayout(changes: DataFrame, keys: Seq[String]): Layout = {
     val missing = Seq(Operation, ChangeSeq, PresentColumns, BeforeImage).filterNot(changes.columns.contains)
     require(missing.isEmpty, s"changes lacks ${missing.mkString(", ")}: pass the flat layout of one table as " +
       "the reader returns it (with expandMasks=true, the default)")
-    changes.schema(BeforeImage).dataType.asInstanceOf[StructType].fieldNames.toSeq
-  }
-
-  /** `keys` if given, else the columns whose schema metadata has a primary-key position, in key order. */
-  private def keysOf(changes: DataFrame, columns: Seq[String], keys: Seq[String]): Seq[String] = {
+    val columns = changes.schema(BeforeImage).dataType.asInstanceOf[StructType].fieldNames.toSeq
     val chosen = if (keys.nonEmpty) keys else changes.schema.fields.toSeq
       .filter(f => columns.contains(f.name) && f.metadata.contains(PrimaryKeyPosition))
       .sortBy(_.metadata.getLong(PrimaryKeyPosition)).map(_.name)
@@ -56,39 +90,49 @@ object Changes {
       else "the metadata names no primary key"
     require(chosen.nonEmpty && unknown.isEmpty,
       s"$problem: pass keys with the table's key columns, among: ${columns.mkString(", ")}")
-    chosen
+    Layout(columns, chosen)
+  }
+
+  private[cdc] def slot(index: Int): String = s"__replicate_$index"
+
+  /**
+   * Every change once (duplicates dropped) as an event on its key: the keys, change sequence,
+   * operation, `Rank` 1 (a change, not a baseline), `Derived` (the DELETE of a moved row's old
+   * key), and per value column a slot: `struct(value)` when the event sets it, else null.
+   */
+  private[cdc] def changeEvents(input: DataFrame, layout: Layout): DataFrame = {
+    val (keys, values) = (layout.keys, layout.values)
+    val changes = input.dropDuplicates(ChangeSeq +: Operation +: keys)
+    val before = col(BeforeImage)
+    val moved = col(Operation) === "UPDATE" && before.isNotNull &&
+      !keys.map(k => before.getField(k) <=> quoted(k)).reduce(_ && _)
+    val wholeRow = col(Operation).isin("INSERT", "REFRESH") || moved
+    def inMask(name: String): Column = col(PresentColumns).isNull || array_contains(col(PresentColumns), name)
+    // A moved row starts from its before-image for the columns its mask leaves out.
+    def setValue(name: String): Column = {
+      val value = when(moved && !inMask(name), before.getField(name)).otherwise(quoted(name))
+      when(wholeRow || inMask(name), struct(value.as("v")))
+    }
+    val events = changes.select(keys.map(quoted) ++ Seq(col(ChangeSeq), col(Operation), lit(1).as(Rank),
+      lit(false).as(Derived)) ++ values.zipWithIndex.map { case (c, i) => setValue(c).as(slot(i)) }: _*)
+    val movedAway = changes.where(moved).select(keys.map(k => before.getField(k).as(k)) ++
+      Seq(col(ChangeSeq), lit(Delete).as(Operation), lit(1).as(Rank), lit(true).as(Derived)) ++
+      values.indices.map(i => lit(null).cast(events.schema(slot(i)).dataType).as(slot(i))): _*)
+    events.unionByName(movedAway)
   }
 
   /**
    * Every event of every key with all the table's columns as they stand after it, `__START_AT`
-   * (its change sequence), `__END_AT` (the next event's) and whether it is the key's last.
+   * (its change sequence), `__END_AT` (the next event's) and whether it is the key's `Last`.
+   * Events of `Rank` 0 (a baseline: the row a table already holds) come before the changes.
    */
-  private def applied(input: DataFrame, keyOverride: Seq[String]): (Seq[String], DataFrame) = {
-    val columns = tableColumns(input)
-    val keys = keysOf(input, columns, keyOverride)
-    val values = columns.filterNot(keys.contains)
-    val changes = input.dropDuplicates(ChangeSeq +: Operation +: keys)
-    val before = col(BeforeImage)
-    val moved = col(Operation) === "UPDATE" && before.isNotNull &&
-      !keys.map(k => before.getField(k) <=> column(k)).reduce(_ && _)
-    val wholeRow = col(Operation).isin("INSERT", "REFRESH") || moved
-    val slots = values.indices.map(i => s"__replicate_$i")
-    def inMask(name: String): Column = col(PresentColumns).isNull || array_contains(col(PresentColumns), name)
-    // A moved row starts from its before-image for the columns its mask leaves out.
-    def setValue(name: String): Column = {
-      val value = when(moved && !inMask(name), before.getField(name)).otherwise(column(name))
-      when(wholeRow || inMask(name), struct(value.as("v")))
-    }
-    val events = changes.select(keys.map(column) ++ Seq(col(ChangeSeq), col(Operation)) ++
-      values.zip(slots).map { case (c, s) => setValue(c).as(s) }: _*)
-    val movedAway = changes.where(moved).select(keys.map(k => before.getField(k).as(k)) ++
-      Seq(col(ChangeSeq), lit(Delete).as(Operation)) ++
-      slots.map(s => lit(null).cast(events.schema(s).dataType).as(s)): _*)
-    val order = Window.partitionBy(keys.map(column): _*).orderBy(col(ChangeSeq).asc_nulls_first)
+  private[cdc] def replay(events: DataFrame, layout: Layout): DataFrame = {
+    val order = Window.partitionBy(layout.keys.map(quoted): _*).orderBy(col(Rank), col(ChangeSeq).asc_nulls_first)
     val soFar = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    (columns, events.unionByName(movedAway).select(keys.map(column) ++ Seq(col(Operation)) ++
-      values.zip(slots).map { case (c, s) => last(col(s), ignoreNulls = true).over(soFar).getField("v").as(c) } ++
+    events.select(layout.keys.map(quoted) ++ Seq(col(Operation), col(Rank), col(Derived)) ++
+      layout.values.zipWithIndex.map { case (c, i) =>
+        last(col(slot(i)), ignoreNulls = true).over(soFar).getField("v").as(c) } ++
       Seq(col(ChangeSeq).as(StartAt), lead(col(ChangeSeq), 1).over(order).as(EndAt),
-        lead(lit(false), 1, true).over(order).as(Last)): _*))
+        lead(lit(false), 1, true).over(order).as(Last)): _*)
   }
 }

@@ -1,8 +1,12 @@
 package io.sparkreplicate.cdc
 
+import java.nio.file.Files
+
 import scala.jdk.CollectionConverters._
+import scala.util.Try
 
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types._
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
@@ -10,17 +14,23 @@ import org.scalatest.funsuite.AnyFunSuite
 import io.sparkreplicate.catalyst.OutputColumns
 
 /**
- * `Changes.latestState` and `Changes.history` on a hand-built flat layout whose every row says
- * why it is there: a full-load baseline, a partial column mask, a real NULL, a key change, a
- * delete carrying only the key, and a message delivered twice.
+ * `Changes.latestState`, `Changes.history` and `Changes.applyChanges` (into real Delta tables, in
+ * two batches) on a hand-built flat layout whose every row says why it is there: a full-load
+ * baseline, a partial column mask, a real NULL, a key change, a delete carrying only the key,
+ * and a message delivered twice.
  */
 class ChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
   private var spark: SparkSession = _
+  // build.sbt puts the delta-spark release of the Spark minor on the test class path, if there is one.
+  private val delta = Try(Class.forName("io.delta.sql.DeltaSparkSessionExtension")).isSuccess
 
   override def beforeAll(): Unit = {
     super.beforeAll()
-    spark = SparkSession.builder().master("local[2]").appName("ChangesSuite")
-      .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate()
+    val builder = SparkSession.builder().master("local[2]").appName("ChangesSuite")
+      .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+    spark = (if (!delta) builder else builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+      .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+      .config("spark.databricks.delta.snapshotPartitions", "2")).getOrCreate()
   }
 
   override def afterAll(): Unit = try { if (spark != null) spark.stop() } finally super.afterAll()
@@ -64,5 +74,34 @@ class ChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
     val error = intercept[IllegalArgumentException](Changes.latestState(plain))
     assert(error.getMessage.contains("among: ID, NAME, CITY"))
     assert(Changes.latestState(plain, Seq("ID")).count() == 2)
+  }
+
+  /** The changes up to sequence 002 (with the full load), then the others. */
+  private def inTwoBatches: Seq[DataFrame] = {
+    val early = col(OutputColumns.ChangeSeq).isNull || col(OutputColumns.ChangeSeq) <= "002"
+    Seq(changes.where(early), changes.where(!early))
+  }
+
+  private def deltaTable(): String = Files.createTempDirectory("apply").resolve("target").toString
+
+  test("applyChanges in two batches: masks carry over from the table, the move and the deletes apply; again: all ignored") {
+    assume(delta, "no Delta Lake release is built for this Spark minor")
+    val target = deltaTable()
+    val results = inTwoBatches.map(Changes.applyChanges(_, target))
+    // The first batch's duplicate is ignored; the second updates 1, moves 2 to 3 and deletes 4.
+    assert(results == Seq(ApplyResult(1, 3, 0, 0, 1), ApplyResult(2, 1, 1, 2, 0)))
+    val expected = Set(Row(1, "B", null), Row(3, "Y", "Oslo"))
+    assert(spark.read.format("delta").load(target).collect().toSet == expected)
+    assert(Changes.applyChanges(changes, target) == ApplyResult(3, 0, 0, 0, rows.size))
+    assert(spark.read.format("delta").load(target).collect().toSet == expected)
+  }
+
+  test("applyChanges with scdType 2 in two batches: the history, versions closed across batches") {
+    assume(delta, "no Delta Lake release is built for this Spark minor")
+    val target = deltaTable()
+    inTwoBatches.foreach(Changes.applyChanges(_, target, scdType = 2))
+    assert(spark.read.format("delta").load(target).collect().toSet == Changes.history(changes).collect().toSet)
+    val error = intercept[IllegalArgumentException](Changes.applyChanges(changes, target))
+    assert(error.getMessage.contains("a history (SCD type 2) table: apply with scdType=2"))
   }
 }

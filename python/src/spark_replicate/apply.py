@@ -1,0 +1,316 @@
+"""Apply Replicate changes to a Delta Lake table, batch after batch (README "Applying changes").
+
+Beside the target, under ``<target location>/_spark_replicate/`` (Delta keeps names starting with
+``_`` out of the table, and VACUUM leaves them), three Delta tables keep what the target's own
+columns cannot show:
+
+- ``keys``: one row per key ever applied: the change sequence of its last applied change (''
+  for a full-load row) and whether that change deleted it (a tombstone);
+- ``staged``: the batch being applied: its fresh changes replayed over the target's rows;
+- ``batches``: a row when a batch is staged and one when it is applied, with its counts.
+
+A batch is (1) staged: the input's changes newer than their key's last applied one, replayed
+(:func:`spark_replicate.cdc.replay`) after the row the target holds for the key, written to
+``staged`` and logged; (2) merged from ``staged`` into the target, then into ``keys``, each commit
+tagged with Delta's txnAppId/txnVersion (the batch number), so that Delta skips a commit it
+already made; (3) logged applied. Every call first finishes a batch that was staged but never
+logged applied (a run that died), from ``staged`` as it was, so a crash anywhere followed by a
+rerun leaves the table a clean run leaves. Uses only the DataFrame API and SQL, so it runs on
+Spark Connect too (with Delta on the server).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, Optional
+
+from pyspark.sql import DataFrame, SparkSession, Window, functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
+                                 change_events, quote, quoted, replay, slot, table_layout)
+from spark_replicate.session import Paths, read_tables
+
+__all__ = ["apply_changes", "apply_topic", "ApplyResult"]
+
+STATE_DIR = "_spark_replicate"
+_TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+# Columns of the keys table beside the key columns, and of the staged table beside the table's.
+_KEY_SEQUENCE, _DELETED = "__replicate_change_seq", "__replicate_deleted"
+# Whether the target held the key before the batch, and whether the key was live before its event.
+_EXISTED, _LIVE_BEFORE = "__replicate_existed", "__replicate_live_before"
+_BASELINE = "BASELINE"
+_STAGED, _APPLIED = "staged", "applied"
+
+
+class _LogRow(NamedTuple):
+    """One row of the ``batches`` table: a batch staged or applied, the micro-batch it came from
+    (``stream`` is the query's checkpoint location), and its counts."""
+
+    batch: int
+    status: str
+    stream: Optional[str]
+    stream_batch: Optional[int]
+    inserted: int
+    updated: int
+    deleted: int
+    ignored: int
+
+
+_LOG_SCHEMA = StructType([StructField(name, StringType() if name in ("status", "stream") else LongType())
+                          for name in _LogRow._fields])
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What one batch did. Type 1: ``inserted``, ``updated`` and ``deleted`` count the target's
+    rows (keys); type 2: versions opened, versions closed, and keys deleted. ``ignored`` counts
+    the input's change rows that were stale (not newer than their key's last applied change) or
+    duplicates. ``batch`` is the batch's number in the target's log."""
+
+    batch: int
+    inserted: int
+    updated: int
+    deleted: int
+    ignored: int
+
+
+def apply_changes(changes: DataFrame, target: str, keys: list[str] | None = None, scd_type: int = 1,
+                  checkpoint_location: str | None = None):
+    """MERGE the changes of one table (its flat layout, as read) into the Delta table ``target``
+    (a path if it holds a ``/``, else a table name), created when absent with the table's columns.
+
+    ``scd_type=1`` keeps the current state (one row per live key), ``scd_type=2`` the history
+    (one row per version, with ``__START_AT`` and ``__END_AT``). A batch DataFrame is applied once
+    and the call returns an :class:`ApplyResult`; a streaming one is applied per micro-batch
+    (``foreachBatch``; ``checkpoint_location`` required) and the call returns the started
+    ``StreamingQuery``.
+    """
+    if scd_type not in (1, 2):
+        raise ValueError(f"scd_type={scd_type!r}: 1 (current state) or 2 (history)")
+    layout = table_layout(changes, keys)
+    if not changes.isStreaming:
+        if checkpoint_location is not None:
+            raise ValueError("checkpoint_location is for a streaming DataFrame; a batch DataFrame is applied once")
+        return _apply_batch(changes, target, layout, scd_type)
+    if checkpoint_location is None:
+        raise ValueError("a streaming DataFrame needs checkpoint_location: where the query keeps its progress")
+
+    def apply_micro_batch(batch: DataFrame, batch_id: int) -> None:
+        _apply_batch(batch, target, layout, scd_type, stream=(checkpoint_location, batch_id))
+
+    return (changes.writeStream.foreachBatch(apply_micro_batch)
+            .option("checkpointLocation", checkpoint_location).start())
+
+
+def apply_topic(spark: SparkSession, path: Paths, target: str, schema_topic: Paths | None = None, scd_type: int = 1,
+                transactional: bool = False, continuous: bool = False, **reader_options: object) -> dict[str, ApplyResult]:
+    """Applies every table of a landed topic (the tables its metadata announces, as
+    :func:`spark_replicate.read_tables` reads them, with ``reader_options``) to its own Delta table
+    ``target/SCHEMA.TABLE``; returns ``{"SCHEMA.TABLE": ApplyResult}``.
+
+    Each table's state is kept beside its Delta table, so a rerun, after a crash or once more
+    files have landed, finishes what was interrupted and applies only the changes not applied yet
+    (it reads the input again: the ones applied already are counted as ignored).
+    """
+    if transactional:
+        raise NotImplementedError("apply_topic(transactional=True) is not built yet: each table's changes are applied "
+                                  "as they come, not held until their transaction is complete; apply without it")
+    if continuous:
+        raise NotImplementedError("apply_topic(continuous=True) needs a streaming read of landed files, which is not "
+                                  "built yet; run apply_topic again as files land (each run applies what is new)")
+    tables = read_tables(spark, path, schema_topic=schema_topic, **reader_options)
+    results = {}
+    for name, changes in tables.items():
+        try:
+            results[name] = apply_changes(changes, f"{target.rstrip('/')}/{name}", scd_type=scd_type)
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from error
+    return results
+
+
+def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
+                 stream: tuple[str, int] | None = None) -> ApplyResult:
+    state = _State(changes.sparkSession, target, changes, layout, scd_type)
+    log = state.log()
+    applied = {row.batch for row in log if row.status == _APPLIED}
+    staged = {row.batch: row for row in log if row.status == _STAGED}
+    if stream is not None:
+        # Spark runs a micro-batch again after a failure: it may have been applied, or staged.
+        done = [row for row in staged.values() if (row.stream, row.stream_batch) == stream]
+        if done:
+            if done[0].batch not in applied:
+                state.finish(done[0])
+            return _result(done[0])
+    for batch in sorted(set(staged) - applied):
+        state.finish(staged[batch])
+    entry = state.stage(changes, max(staged, default=0) + 1, stream)
+    state.finish(entry)
+    return _result(entry)
+
+
+def _result(row: _LogRow) -> ApplyResult:
+    return ApplyResult(row.batch, row.inserted, row.updated, row.deleted, row.ignored)
+
+
+class _State:
+    """The target and the tables kept beside it; creates what is missing."""
+
+    def __init__(self, spark: SparkSession, target: str, changes: DataFrame, layout: Layout, scd_type: int):
+        self.spark, self.layout, self.scd_type = spark, layout, scd_type
+        self._target_path = target if "/" in target else None
+        if self._target_path and not (target.startswith("/") or ":" in target.split("/")[0]):
+            # Delta's SQL names a table by path only when the path is absolute (delta.`/...`).
+            raise ValueError(f"target {target!r} is a relative path: pass an absolute path or a URI "
+                             "(file:/..., s3a://...), or a table name")
+        self.target = _delta_name(target) if self._target_path else target
+        table_columns = changes.select(*map(quoted, layout.columns)).limit(0)
+        if scd_type == 2:
+            table_columns = table_columns.select("*", *(F.lit(None).cast("string").alias(c) for c in (START_AT, END_AT)))
+        writer = table_columns.write.format("delta").mode("ignore")
+        writer.save(target) if self._target_path else writer.saveAsTable(target)
+        self._check_kind(target)
+        state = self._detail(self.target, "location").rstrip("/") + "/" + STATE_DIR
+        self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
+        self.keys, self.staged = _delta_name(self._keys_path), _delta_name(self._staged_path)
+        changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE), F.lit(False).alias(_DELETED)) \
+            .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
+        spark.createDataFrame([], _LOG_SCHEMA).write.format("delta").mode("ignore").save(self._batches_path)
+        self._check_keys()
+        self.app_id = "spark-replicate-" + self._detail(self.keys, "id")
+
+    # -- the batch
+
+    def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None):
+        """Replays the batch's fresh changes after the target's rows into ``staged``; logs it."""
+        layout = self.layout
+        events = change_events(changes, layout)
+        known = self._read(self._keys_path)
+        fresh = (events.join(known, layout.keys, "left")
+                 .where(F.col(_KEY_SEQUENCE).isNull() | (F.coalesce(SEQUENCE, F.lit("")) > F.col(_KEY_SEQUENCE)))
+                 .drop(_KEY_SEQUENCE, _DELETED))
+        replayed = replay(fresh.unionByName(self._baseline(fresh, events)), layout)
+        per_key = Window.partitionBy(*map(quoted, layout.keys))
+        previous = F.lag(OPERATION).over(per_key.orderBy(RANK, F.col(START_AT).asc_nulls_first()))
+        replayed.select("*", (F.min(RANK).over(per_key) == 0).alias(_EXISTED),
+                        F.coalesce(previous != DELETE, F.lit(False)).alias(_LIVE_BEFORE)).write.format("delta").mode("overwrite") \
+            .option("overwriteSchema", "true").save(self._staged_path)
+        counts = self._counts(changes.count())
+        entry = _LogRow(batch, _STAGED, *(stream or (None, None)), *counts)
+        self._log(entry)
+        return entry
+
+    def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame:
+        """The row the target holds for each key with fresh changes (type 2: its open version), as
+        an event of ``RANK`` 0 that sets every column, in the changes' types."""
+        layout = self.layout
+        rows = self._read(self._target_path) if self._target_path else self.spark.read.table(self.target)
+        sequence = F.lit(None).cast("string")
+        if self.scd_type == 2:
+            rows, sequence = rows.where(F.col(END_AT).isNull()), F.col(START_AT)
+        present = set(rows.columns)
+        slot_types = {f.name: f.dataType for f in events.schema.fields}
+        return (rows.join(fresh.select(*map(quoted, layout.keys)).distinct(), layout.keys, "left_semi")
+                .select(*map(quoted, layout.keys), sequence.alias(SEQUENCE), F.lit(_BASELINE).alias(OPERATION),
+                        F.lit(0).alias(RANK), F.lit(False).alias(DERIVED),
+                        *(F.struct((quoted(c) if c in present else F.lit(None)).alias("v"))
+                          .cast(slot_types[slot(i)]).alias(slot(i)) for i, c in enumerate(layout.values))))
+
+    def _counts(self, input_rows: int) -> tuple[int, int, int, int]:
+        staged = self._read(self._staged_path)
+        change, live = F.col(RANK) == 1, F.col(OPERATION) != DELETE
+        last_delete = F.col(LAST) & ~live
+        if self.scd_type == 1:
+            counted = (F.col(LAST) & live & ~F.col(_EXISTED), F.col(LAST) & live & F.col(_EXISTED),
+                       last_delete & F.col(_EXISTED))
+        else:
+            counted = (change & live, F.col(RANK) == 0, last_delete & F.col(_LIVE_BEFORE))
+        applied = change & ~F.col(DERIVED)
+        row = staged.select(*(F.count_if(c).alias(f"c{i}") for i, c in enumerate((*counted, applied)))).first()
+        return row.c0, row.c1, row.c2, input_rows - row.c3
+
+    def finish(self, entry: _LogRow) -> None:
+        """MERGE ``staged`` into the target and the keys, then log the batch applied."""
+        self._add_new_columns()
+        staged, layout = self.staged, self.layout
+        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in layout.keys)
+        names = ", ".join(map(quote, layout.columns))
+        values = ", ".join(f"s.{quote(c)}" for c in layout.columns)
+        if self.scd_type == 1:
+            updates = ", ".join(f"{quote(c)} = s.{quote(c)}" for c in layout.values) or \
+                ", ".join(f"{quote(k)} = s.{quote(k)}" for k in layout.keys)
+            merge = (f"MERGE INTO {self.target} t USING (SELECT * FROM {staged} WHERE {LAST}) s ON {on} "
+                     f"WHEN MATCHED AND s.{OPERATION} = '{DELETE}' THEN DELETE "
+                     f"WHEN MATCHED THEN UPDATE SET {updates} "
+                     f"WHEN NOT MATCHED AND s.{OPERATION} != '{DELETE}' THEN INSERT ({names}) VALUES ({values})")
+        else:
+            merge = (f"MERGE INTO {self.target} t USING (SELECT * FROM {staged} WHERE {OPERATION} != '{DELETE}') s "
+                     f"ON {on} AND t.{START_AT} <=> s.{START_AT} "
+                     f"WHEN MATCHED THEN UPDATE SET {END_AT} = s.{END_AT} "
+                     f"WHEN NOT MATCHED THEN INSERT ({names}, {START_AT}, {END_AT}) "
+                     f"VALUES ({values}, s.{START_AT}, s.{END_AT})")
+        key_names = ", ".join(map(quote, layout.keys))
+        self._tagged(merge, entry.batch)
+        self._tagged(f"MERGE INTO {self.keys} t USING (SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
+                     f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST}) s ON {on} "
+                     f"WHEN MATCHED THEN UPDATE SET {_KEY_SEQUENCE} = s.{_KEY_SEQUENCE}, {_DELETED} = s.{_DELETED} "
+                     f"WHEN NOT MATCHED THEN INSERT *", entry.batch)
+        self._log(entry._replace(status=_APPLIED))
+
+    def _tagged(self, statement: str, batch: int) -> None:
+        """Runs a Delta write tagged (txnAppId, txnVersion) = (this target's, ``batch``): Delta
+        skips it when that version of that application already committed to the table."""
+        conf = self.spark.conf
+        conf.set(_TXN_APP_ID, self.app_id)
+        conf.set(_TXN_VERSION, str(batch))
+        try:
+            self.spark.sql(statement).collect()
+        finally:
+            conf.unset(_TXN_APP_ID)
+            conf.unset(_TXN_VERSION)
+
+    def _add_new_columns(self) -> None:
+        """Columns the source added since the target was created (a dropped one stays)."""
+        staged = self._read(self._staged_path)
+        present = set(self._columns())
+        added = [f for f in staged.schema.fields if f.name in self.layout.columns and f.name not in present]
+        if added:
+            self.spark.sql(f"ALTER TABLE {self.target} ADD COLUMNS ("
+                           + ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in added) + ")")
+
+    # -- the tables
+
+    def log(self) -> list[_LogRow]:
+        return [_LogRow(*row) for row in self._read(self._batches_path).collect()]
+
+    def _log(self, entry: _LogRow) -> None:
+        self.spark.createDataFrame([tuple(entry)], _LOG_SCHEMA).write.format("delta").mode("append") \
+            .save(self._batches_path)
+
+    def _read(self, path: str) -> DataFrame:
+        return self.spark.read.format("delta").load(path)
+
+    def _columns(self) -> list[str]:
+        return self.spark.sql(f"SELECT * FROM {self.target} LIMIT 0").columns
+
+    def _check_kind(self, target: str) -> None:
+        history = START_AT in self._columns()
+        if history != (self.scd_type == 2):
+            raise ValueError(f"{target} is {'a history (SCD type 2)' if history else 'a current-state (SCD type 1)'} "
+                             f"table: apply with scd_type={2 if history else 1}, or choose another target")
+
+    def _check_keys(self) -> None:
+        known = [c for c in self.spark.sql(f"SELECT * FROM {self.keys} LIMIT 0").columns
+                 if c not in (_KEY_SEQUENCE, _DELETED)]
+        if known != self.layout.keys:
+            raise ValueError(f"{self.target} was applied with the keys {', '.join(known)}, not "
+                             f"{', '.join(self.layout.keys)}: pass keys={known!r}, or choose another target")
+
+    def _detail(self, table: str, field: str) -> str:
+        return self.spark.sql(f"DESCRIBE DETAIL {table}").select(field).first()[0]
+
+
+def _delta_name(path: str) -> str:
+    """The SQL name of the Delta table at ``path``."""
+    return f"delta.{quote(path)}"

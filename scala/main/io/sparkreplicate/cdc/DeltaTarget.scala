@@ -1,0 +1,218 @@
+package io.sparkreplicate.cdc
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
+import org.apache.spark.sql.expressions.Window
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType}
+
+import io.sparkreplicate.catalyst.OutputColumns.{ChangeSeq, Operation}
+import io.sparkreplicate.cdc.Changes._
+
+/**
+ * A Delta Lake table that batches of changes are applied to, and the Delta tables kept beside it
+ * under `<target location>/_spark_replicate/` (Delta keeps names starting with `_` out of the
+ * table, and VACUUM leaves them): `keys` (each key's last applied change sequence, '' for a
+ * full-load row, and whether it is deleted: a tombstone), `staged` (the batch being applied: its
+ * fresh changes replayed after the target's rows) and `batches` (a row when a batch is staged
+ * and one when it is applied, with its counts). The same tables, the same steps and the same
+ * recovery as `spark_replicate.apply` (its docstring tells the steps), so either language may
+ * continue a target the other applied to.
+ */
+private[cdc] object DeltaTarget {
+  val StateDir = "_spark_replicate"
+  private val TxnAppId = "spark.databricks.delta.write.txnAppId"
+  private val TxnVersion = "spark.databricks.delta.write.txnVersion"
+  private val KeySequence = "__replicate_change_seq"
+  private val Deleted = "__replicate_deleted"
+  // Whether the target held the key before the batch, and whether the key was live before its event.
+  private val Existed = "__replicate_existed"
+  private val LiveBefore = "__replicate_live_before"
+  private val Staged = "staged"
+  private val Applied = "applied"
+
+  case class LogRow(batch: Long, status: String, stream: Option[String], streamBatch: Option[Long],
+      inserted: Long, updated: Long, deleted: Long, ignored: Long) {
+    def result: ApplyResult = ApplyResult(batch, inserted, updated, deleted, ignored)
+    def toRow: Row = Row(batch, status, stream.orNull, streamBatch.map(Long.box).orNull, inserted, updated, deleted,
+      ignored)
+  }
+
+  private val LogSchema = StructType(Seq("batch", "status", "stream", "stream_batch", "inserted", "updated",
+    "deleted", "ignored").map(name => StructField(name, if (name == "status" || name == "stream") StringType else LongType)))
+
+  def checkScdType(scdType: Int): Unit =
+    require(scdType == 1 || scdType == 2, s"scdType=$scdType: 1 (current state) or 2 (history)")
+
+  /** Applies one batch; `stream` is the (checkpoint location, batch id) of a micro-batch. */
+  def applyBatch(changes: DataFrame, target: String, layout: Layout, scdType: Int,
+      stream: Option[(String, Long)]): ApplyResult = {
+    checkScdType(scdType)
+    val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
+    val log = state.log()
+    val applied = log.filter(_.status == Applied).map(_.batch).toSet
+    val staged = log.filter(_.status == Staged).map(row => row.batch -> row).toMap
+    // Spark runs a micro-batch again after a failure: it may have been applied, or staged.
+    val again = stream.flatMap { case (location, id) =>
+      staged.values.find(row => row.stream.contains(location) && row.streamBatch.contains(id))
+    }
+    again match {
+      case Some(row) =>
+        if (!applied(row.batch)) state.finish(row)
+        row.result
+      case None =>
+        (staged.keySet -- applied).toSeq.sorted.foreach(batch => state.finish(staged(batch)))
+        val entry = state.stage(changes, (staged.keys.toSeq :+ 0L).max + 1, stream)
+        state.finish(entry)
+        entry.result
+    }
+  }
+
+  private def deltaName(path: String): String = s"delta.${quote(path)}"
+}
+
+private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataFrame, layout: Layout, scdType: Int) {
+  import DeltaTarget._
+
+  private val targetPath = if (name.contains("/")) Some(name) else None
+  // Delta's SQL names a table by path only when the path is absolute (delta.`/...`).
+  require(targetPath.forall(path => path.startsWith("/") || path.takeWhile(_ != '/').contains(':')),
+    s"target $name is a relative path: pass an absolute path or a URI (file:/..., s3a://...), or a table name")
+  private val target = targetPath.map(deltaName).getOrElse(name)
+  locally {
+    val columns = changes.select(layout.columns.map(quoted): _*).limit(0)
+    val tableColumns = if (scdType == 1) columns
+      else columns.select(col("*") +: Seq(StartAt, EndAt).map(c => lit(null).cast(StringType).as(c)): _*)
+    val writer = tableColumns.write.format("delta").mode("ignore")
+    targetPath.fold(writer.saveAsTable(name))(writer.save)
+    val history = columnsOf(target).contains(StartAt)
+    require(history == (scdType == 2), s"$name is ${if (history) "a history (SCD type 2)" else
+      "a current-state (SCD type 1)"} table: apply with scdType=${if (history) 2 else 1}, or choose another target")
+  }
+  private val state = detail(target, "location").stripSuffix("/") + "/" + StateDir
+  private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
+  private val (keys, staged) = (deltaName(keysPath), deltaName(stagedPath))
+  locally {
+    changes.select(layout.keys.map(quoted) :+ lit("").as(KeySequence) :+ lit(false).as(Deleted): _*).limit(0)
+      .write.format("delta").mode("ignore").save(keysPath)
+    spark.createDataFrame(Seq.empty[Row].asJava, LogSchema).write.format("delta").mode("ignore").save(batchesPath)
+    val known = columnsOf(keys).filterNot(Set(KeySequence, Deleted))
+    require(known == layout.keys, s"$name was applied with the keys ${known.mkString(", ")}, not " +
+      s"${layout.keys.mkString(", ")}: pass keys = ${known.map(k => s"\"$k\"").mkString("Seq(", ", ", ")")}, or choose another target")
+  }
+  private val appId = "spark-replicate-" + detail(keys, "id")
+
+  /** Replays the batch's fresh changes after the target's rows into `staged`; logs it. */
+  def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): LogRow = {
+    val events = changeEvents(input, layout)
+    val fresh = events.join(read(keysPath), layout.keys, "left")
+      .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
+      .drop(KeySequence, Deleted)
+    val perKey = Window.partitionBy(layout.keys.map(quoted): _*)
+    val previous = lag(col(Operation), 1).over(perKey.orderBy(col(Rank), col(StartAt).asc_nulls_first))
+    replay(fresh.unionByName(baseline(fresh, events)), layout)
+      .select(col("*"), (min(col(Rank)).over(perKey) === 0).as(Existed),
+        coalesce(previous =!= Delete, lit(false)).as(LiveBefore))
+      .write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(stagedPath)
+    val (inserted, updated, deleted, ignored) = counts(input.count())
+    val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
+    appendLog(entry)
+    entry
+  }
+
+  /**
+   * The row the target holds for each key with fresh changes (type 2: its open version), as an
+   * event of `Rank` 0 that sets every column, in the changes' types.
+   */
+  private def baseline(fresh: DataFrame, events: DataFrame): DataFrame = {
+    val all = targetPath.fold(spark.read.table(name))(read)
+    val (rows, sequence) = if (scdType == 1) (all, lit(null).cast(StringType))
+      else (all.where(col(EndAt).isNull), col(StartAt))
+    val present = rows.columns.toSet
+    rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
+      .select(layout.keys.map(quoted) ++ Seq(sequence.as(ChangeSeq), lit("BASELINE").as(Operation), lit(0).as(Rank),
+        lit(false).as(Derived)) ++ layout.values.zipWithIndex.map { case (c, i) =>
+          struct((if (present(c)) quoted(c) else lit(null)).as("v")).cast(events.schema(slot(i)).dataType).as(slot(i))
+        }: _*)
+  }
+
+  private def counts(inputRows: Long): (Long, Long, Long, Long) = {
+    val (change, live) = (col(Rank) === 1, col(Operation) =!= Delete)
+    val lastDelete = col(Last) && !live
+    val counted: Seq[Column] = if (scdType == 1) {
+      Seq(col(Last) && live && !col(Existed), col(Last) && live && col(Existed), lastDelete && col(Existed))
+    } else {
+      Seq(change && live, col(Rank) === 0, lastDelete && col(LiveBefore))
+    }
+    val row = read(stagedPath).select((counted :+ (change && !col(Derived))).map(count_if): _*).head()
+    (row.getLong(0), row.getLong(1), row.getLong(2), inputRows - row.getLong(3))
+  }
+
+  /** MERGE `staged` into the target and the keys, then log the batch applied. */
+  def finish(entry: LogRow): Unit = {
+    addNewColumns()
+    val on = layout.keys.map(k => s"t.${quote(k)} <=> s.${quote(k)}").mkString(" AND ")
+    val names = layout.columns.map(quote).mkString(", ")
+    val values = layout.columns.map(c => s"s.${quote(c)}").mkString(", ")
+    val merge = if (scdType == 1) {
+      val updates = (if (layout.values.nonEmpty) layout.values else layout.keys)
+        .map(c => s"${quote(c)} = s.${quote(c)}").mkString(", ")
+      s"MERGE INTO $target t USING (SELECT * FROM $staged WHERE $Last) s ON $on " +
+        s"WHEN MATCHED AND s.$Operation = '$Delete' THEN DELETE " +
+        s"WHEN MATCHED THEN UPDATE SET $updates " +
+        s"WHEN NOT MATCHED AND s.$Operation != '$Delete' THEN INSERT ($names) VALUES ($values)"
+    } else {
+      s"MERGE INTO $target t USING (SELECT * FROM $staged WHERE $Operation != '$Delete') s " +
+        s"ON $on AND t.$StartAt <=> s.$StartAt " +
+        s"WHEN MATCHED THEN UPDATE SET $EndAt = s.$EndAt " +
+        s"WHEN NOT MATCHED THEN INSERT ($names, $StartAt, $EndAt) VALUES ($values, s.$StartAt, s.$EndAt)"
+    }
+    val keyNames = layout.keys.map(quote).mkString(", ")
+    tagged(merge, entry.batch)
+    tagged(s"MERGE INTO $keys t USING (SELECT $keyNames, coalesce($StartAt, '') AS $KeySequence, " +
+      s"$Operation = '$Delete' AS $Deleted FROM $staged WHERE $Last) s ON $on " +
+      s"WHEN MATCHED THEN UPDATE SET $KeySequence = s.$KeySequence, $Deleted = s.$Deleted " +
+      "WHEN NOT MATCHED THEN INSERT *", entry.batch)
+    appendLog(entry.copy(status = Applied))
+  }
+
+  /**
+   * Runs a Delta write tagged (txnAppId, txnVersion) = (this target's, `batch`): Delta skips it
+   * when that version of that application already committed to the table.
+   */
+  private def tagged(statement: String, batch: Long): Unit = {
+    spark.conf.set(TxnAppId, appId)
+    spark.conf.set(TxnVersion, batch.toString)
+    try spark.sql(statement).collect()
+    finally {
+      spark.conf.unset(TxnAppId)
+      spark.conf.unset(TxnVersion)
+    }
+  }
+
+  /** Columns the source added since the target was created (a dropped one stays). */
+  private def addNewColumns(): Unit = {
+    val present = columnsOf(target).toSet
+    val added = read(stagedPath).schema.fields.filter(f => layout.columns.contains(f.name) && !present(f.name))
+    if (added.nonEmpty) {
+      spark.sql(s"ALTER TABLE $target ADD COLUMNS (" +
+        added.map(f => s"${quote(f.name)} ${f.dataType.sql}").mkString(", ") + ")")
+    }
+  }
+
+  def log(): Seq[LogRow] = read(batchesPath).collect().toSeq.map { r =>
+    LogRow(r.getLong(0), r.getString(1), Option(r.getString(2)), if (r.isNullAt(3)) None else Some(r.getLong(3)),
+      r.getLong(4), r.getLong(5), r.getLong(6), r.getLong(7))
+  }
+
+  private def appendLog(entry: LogRow): Unit =
+    spark.createDataFrame(Seq(entry.toRow).asJava, LogSchema).write.format("delta").mode("append").save(batchesPath)
+
+  private def read(path: String): DataFrame = spark.read.format("delta").load(path)
+
+  private def columnsOf(table: String): Seq[String] = spark.sql(s"SELECT * FROM $table LIMIT 0").columns.toSeq
+
+  private def detail(table: String, field: String): String =
+    spark.sql(s"DESCRIBE DETAIL $table").select(field).head().getString(0)
+}

@@ -1,0 +1,311 @@
+"""``apply_changes`` into real Delta Lake tables (README "Applying changes") against the truth of
+the generator's simulated source database (``LandingZone.final_state`` and ``history``), never
+derived from the reader: in one batch, in ten, from shuffled files some delivered twice, with
+partial column masks and key-changing UPDATEs, after a SIGKILL during a MERGE, and as a stream
+stopped and restarted. The Scala twin (``io.sparkreplicate.cdc.Changes.applyChanges``) meets the
+same truth through the JVM.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+from pyspark.sql import DataFrame, functions as F
+
+import spark_replicate
+from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolving_tables, read_table, run_python,
+                      source_row, table_def)
+from spark_replicate._delta import DELTA_PACKAGES, delta_package
+from spark_replicate._jar import ReplicateSetupError
+from spark_replicate.apply import ApplyResult, _apply_batch
+from spark_replicate.cdc import table_layout
+from spark_replicate.generate import generate_landing_zone
+
+TABLES = ["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS"]
+needs_delta = pytest.mark.skipif(not DELTA, reason="no Delta Lake release serves this Spark minor")
+
+
+@pytest.fixture(scope="module")
+def zone(tmp_path_factory):
+    """Partial column masks and key-changing UPDATEs, three partition files per topic."""
+    return generate_landing_zone(tmp_path_factory.mktemp("apply") / "landing", messages=600, seed=311,
+                                 files_per_topic=3, key_changes=0.2, partial_masks=0.4)
+
+
+def truth(zone, table: str) -> list[dict]:
+    return [source_row(zone, table, row) for row in zone.final_state(table).values()]
+
+
+def history_truth(zone, table: str) -> list[dict]:
+    return [{**source_row(zone, table, v.row), "__START_AT": v.start_at, "__END_AT": v.end_at}
+            for versions in zone.history(table).values() for v in versions]
+
+
+def delta_rows(spark, target) -> list[dict]:
+    return collect_plain(spark.read.format("delta").load(str(target)))
+
+
+def apply(implementation: str, changes: DataFrame, target, scd_type: int = 1) -> ApplyResult:
+    """``spark_replicate.apply_changes``, or its Scala twin called through the JVM."""
+    if implementation == "python":
+        return spark_replicate.apply_changes(changes, str(target), scd_type=scd_type)
+    scala = changes.sparkSession._jvm.io.sparkreplicate.cdc.Changes
+    no_keys = getattr(scala, "applyChanges$default$3")()
+    result = scala.applyChanges(changes._jdf, str(target), no_keys, scd_type)
+    return ApplyResult(result.batch(), result.inserted(), result.updated(), result.deleted(), result.ignored())
+
+
+def in_commit_order(changes: DataFrame, batches: int) -> list[DataFrame]:
+    """The changes cut into ``batches`` by change sequence, as files landed over time would
+    bring them; the full load (no change sequence) comes with the first."""
+    sequences = sorted(r[0] for r in changes.select("header__change_seq").where("header__change_seq IS NOT NULL")
+                       .distinct().collect())
+    cuts = [sequences[len(sequences) * i // batches] for i in range(1, batches)]
+    position = F.coalesce(F.col("header__change_seq"), F.lit(""))
+
+    def between(low: str | None, high: str | None) -> DataFrame:
+        return changes.where(((position >= low) if low else F.lit(True)) & ((position < high) if high else F.lit(True)))
+
+    return [between(low, high) for low, high in zip([None, *cuts], [*cuts, None])]
+
+
+@needs_delta
+@pytest.mark.parametrize("implementation,table", [("python", t) for t in TABLES] + [("scala", "SALES.ORDERS")])
+def test_one_batch_equals_the_source_table(spark, zone, tmp_path, implementation, table):
+    changes = read_table(spark, zone, table)
+    result = apply(implementation, changes, tmp_path / "target")
+    assert_same_rows(delta_rows(spark, tmp_path / "target"), truth(zone, table))
+    assert (result.batch, result.inserted, result.updated, result.deleted, result.ignored) == (
+        1, len(zone.final_state(table)), 0, 0, 0)
+
+
+@needs_delta
+@pytest.mark.slow
+def test_ten_batches_in_commit_order_then_all_again(spark, zone, tmp_path):
+    table, target = "SALES.ORDERS", tmp_path / "orders"
+    changes = read_table(spark, zone, table)
+    results = [spark_replicate.apply_changes(batch, str(target)) for batch in in_commit_order(changes, 10)]
+    assert [r.batch for r in results] == list(range(1, 11))
+    assert sum(r.deleted for r in results) > 0 and sum(r.updated for r in results) > 0
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+    again = spark_replicate.apply_changes(changes, str(target))
+    assert (again.inserted, again.updated, again.deleted, again.ignored) == (0, 0, 0, changes.count())
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+@needs_delta
+@pytest.mark.slow
+def test_files_shuffled_and_some_delivered_twice(spark, zone, tmp_path):
+    """One batch per landed file, in a random order, one file twice: a key's changes are in its
+    partition's file, but a moved row's old key is in another file, applied before or after."""
+    table, target = "HR.EMPLOYEES", tmp_path / "employees"
+    files = sorted(p for p in zone.files if p.parent.name == table_def(zone, table).topic)
+    random.Random(5).shuffle(files)
+    results = [spark_replicate.apply_changes(read_table(spark, zone, table, paths=[f]), str(target))
+               for f in files + files[:1]]
+    assert results[-1].ignored > 0 and results[-1].inserted == results[-1].updated == 0
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+@needs_delta
+@pytest.mark.parametrize("batches", [1, pytest.param(3, marks=pytest.mark.slow)])
+def test_history_equals_the_simulated_versions(spark, zone, tmp_path, batches):
+    table, target = "HR.DEPARTMENTS", tmp_path / "departments"
+    for batch in in_commit_order(read_table(spark, zone, table), batches):
+        spark_replicate.apply_changes(batch, str(target), scd_type=2)
+    assert_same_rows(delta_rows(spark, target), history_truth(zone, table))
+
+
+@needs_delta
+def test_columns_the_source_adds_are_added_to_the_table(spark, tmp_path):
+    """The first batch is read as it would have been before the ALTER TABLEs (version 1's
+    columns only); the second brings versions 2 and 3, whose columns the table gains."""
+    zone = generate_landing_zone(tmp_path / "landing", tables=evolving_tables(), messages=300, seed=312,
+                                 files_per_topic=1, partial_masks=0.4)
+    table, target = "INV.ITEMS", tmp_path / "items"
+    changes = read_table(spark, zone, table)
+    first, rest = changes.where("header__table_version = 1"), changes.where("header__table_version > 1")
+    added = [c.name for c in table_def(zone, table).added_columns]
+    before = F.col("header__before_image")
+    version_1 = first.drop(*added).withColumn("header__before_image", F.when(before.isNotNull(), F.struct(*(
+        before.getField(c).alias(c) for c in table_layout(changes, None).columns if c not in added))))
+    spark_replicate.apply_changes(version_1, str(target))
+    assert [c for c in spark.read.format("delta").load(str(target)).columns if c in added] == []
+    spark_replicate.apply_changes(rest, str(target))
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+@needs_delta
+def test_a_micro_batch_run_again_is_not_applied_again(spark, zone, tmp_path):
+    """Spark runs a micro-batch again after a failure: the second run finds it applied."""
+    table, target = "HR.DEPARTMENTS", str(tmp_path / "departments")
+    changes = read_table(spark, zone, table)
+    layout = table_layout(changes, None)
+    first = _apply_batch(changes, target, layout, 1, stream=("checkpoint", 0))
+    version = spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0]
+    assert _apply_batch(changes, target, layout, 1, stream=("checkpoint", 0)) == first
+    assert spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0] == version
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+@needs_delta
+def test_what_apply_changes_refuses(spark, zone, tmp_path):
+    changes = read_table(spark, zone, "HR.DEPARTMENTS")
+    target = str(tmp_path / "departments")
+    with pytest.raises(ValueError, match="scd_type=3"):
+        spark_replicate.apply_changes(changes, target, scd_type=3)
+    with pytest.raises(ValueError, match="'lake/departments' is a relative path: pass an absolute path"):
+        spark_replicate.apply_changes(changes, "lake/departments")
+    with pytest.raises(ValueError, match="checkpoint_location is for a streaming DataFrame"):
+        spark_replicate.apply_changes(changes, target, checkpoint_location=str(tmp_path / "checkpoint"))
+    (tmp_path / "landed").mkdir()
+    stream = spark.readStream.schema(changes.schema).parquet(str(tmp_path / "landed"))
+    with pytest.raises(ValueError, match="needs checkpoint_location"):
+        spark_replicate.apply_changes(stream, target)
+    spark_replicate.apply_changes(changes.limit(5), target)
+    with pytest.raises(ValueError, match="current-state .* apply with scd_type=1"):
+        spark_replicate.apply_changes(changes, target, scd_type=2)
+    with pytest.raises(ValueError, match=r"applied with the keys COMPANY_ID, DEPT_ID.*keys=\['COMPANY_ID', 'DEPT_ID'\]"):
+        spark_replicate.apply_changes(changes, target, keys=["DEPT_ID"])
+
+
+@needs_delta
+@pytest.mark.slow
+def test_a_stream_stopped_and_restarted(spark, zone, tmp_path):
+    """The changes as a stream of Parquet files (one micro-batch each): stopped after two of four
+    files, restarted from its checkpoint once the others have landed."""
+    table, target, landed = "SALES.ORDERS", str(tmp_path / "orders"), tmp_path / "landed"
+    changes = read_table(spark, zone, table)
+    parts = in_commit_order(changes, 4)
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def run(files: list[int]) -> None:
+        for number in files:
+            parts[number].coalesce(1).write.parquet(str(landed / f"part={number}"))
+        stream = spark.readStream.schema(changes.schema).option("maxFilesPerTrigger", 1) \
+            .option("recursiveFileLookup", "true").parquet(str(landed))
+        query = spark_replicate.apply_changes(stream, target, checkpoint_location=checkpoint)
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+
+    run([0, 1])
+    assert spark.read.format("delta").load(target).count() > 0
+    run([2, 3])
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+KILLER = """
+import os, signal, sys, threading, time
+from pyspark.sql import SparkSession
+import spark_replicate
+from spark_replicate import apply
+from conftest import session_builder
+
+spark = session_builder("local[2]").getOrCreate()
+jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
+statements, tagged = [], apply._State._tagged
+
+def crash():
+    os.kill(jvm, signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def crash_once_a_job_runs():
+    while not spark.sparkContext.statusTracker().getActiveJobsIds():
+        time.sleep(0.01)
+    crash()
+
+def kill_in_merge(self, statement, batch):
+    statements.append(statement)
+    if len(statements) == {merge}:
+        if {between}:
+            crash()
+        threading.Thread(target=crash_once_a_job_runs, daemon=True).start()
+    return tagged(self, statement, batch)
+
+apply._State._tagged = kill_in_merge
+spark_replicate.apply_changes(spark_replicate.read(spark, {paths!r}, schema_topic={schema!r}, table={table!r}),
+                              {target!r})
+"""
+
+
+@needs_delta
+@pytest.mark.slow
+@pytest.mark.parametrize("merge,between", [(1, False), (2, True)], ids=["during the target's MERGE",
+                                                                          "between the target's and the keys' MERGE"])
+def test_a_crash_during_a_merge_then_a_rerun(spark, zone, tmp_path, merge, between):
+    """A process applying the first half of the files is SIGKILLed (its JVM first) while a MERGE
+    runs, or once the target's committed; a rerun over all the files gives the true table."""
+    table, target = "HR.EMPLOYEES", str(tmp_path / "employees")
+    files = sorted(str(p) for p in zone.files if p.parent.name == table_def(zone, table).topic)
+    script = KILLER.format(merge=merge, between=between, paths=files[:2], schema=str(zone.schema_topic),
+                           table=table, target=target)
+    crashed = run_python(script, env={"PYTHONPATH": str(TESTS_DIR)}, timeout=600)
+    assert crashed.returncode == -9, crashed.stderr[-3000:]
+    spark_replicate.apply_changes(read_table(spark, zone, table), target)
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("minor", ["4.0", "4.1", "4.2", "4.3"])
+def test_each_supported_minor_has_its_delta_release_or_a_clear_error(minor):
+    if minor in DELTA_PACKAGES:
+        assert delta_package(f"{minor}.9").startswith("io.delta:delta-spark_")
+    else:
+        with pytest.raises(ReplicateSetupError, match=f"no Delta Lake release is built for Spark {minor} .*serves "
+                                                      "Spark 4.0, 4.1, 4.2"):
+            delta_package(f"{minor}.0")
+
+
+@needs_delta
+def test_apply_topic_applies_every_table_to_its_own_delta_table(spark, zone, tmp_path):
+    results = spark_replicate.apply_topic(spark, str(zone.root), str(tmp_path / "lake"),
+                                          schema_topic=str(zone.schema_topic))
+    assert sorted(results) == sorted(TABLES)
+    for table in TABLES:
+        assert results[table].inserted == len(zone.final_state(table))
+        assert_same_rows(delta_rows(spark, tmp_path / "lake" / table), truth(zone, table))
+
+
+def test_apply_topic_refuses_what_is_not_built(spark, zone, tmp_path):
+    for option in ("transactional", "continuous"):
+        with pytest.raises(NotImplementedError, match=f"{option}=True.* not built yet"):
+            spark_replicate.apply_topic(spark, str(zone.root), str(tmp_path), **{option: True})
+
+
+@needs_delta
+@pytest.mark.slow
+def test_the_apply_command_then_a_rerun_that_finds_nothing_new(zone, tmp_path):
+    command = [sys.executable, "-m", "spark_replicate.cli", "apply", str(zone.root), "--target", str(tmp_path),
+               "--schema-topic", str(zone.schema_topic), "--master", "local[2]"]
+    first, again = (subprocess.run(command, capture_output=True, text=True, timeout=600) for _ in range(2))
+    assert first.returncode == 0, first.stderr[-3000:]
+    lines = first.stdout.splitlines()
+    assert lines[0].startswith(f"HR.DEPARTMENTS: batch 1: {len(zone.final_state('HR.DEPARTMENTS'))} inserted, 0 updated")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert all(" 0 inserted, 0 updated, 0 deleted" in line for line in again.stdout.splitlines()), again.stdout
+    refused = subprocess.run(command + ["--transactional"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--transactional is not built yet" in refused.stderr
+
+
+@needs_delta
+@pytest.mark.connect
+def test_over_connect_apply_changes_gives_the_source_table(connect_url, spark, zone, tmp_path):
+    """In a client process of its own (pyspark's functions build Connect columns only in a process
+    whose session is remote); the server has Delta, as the README says it must."""
+    table, target = "HR.DEPARTMENTS", str(tmp_path / "departments")
+    paths, schema_topic = str(zone.topics[table_def(zone, table).topic]), str(zone.schema_topic)
+    result = run_python(f"""
+        import spark_replicate
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.remote({connect_url!r}).getOrCreate()
+        changes = spark_replicate.read(spark, {paths!r}, schema_topic={schema_topic!r}, table={table!r})
+        print("RESULT=" + repr(tuple(spark_replicate.apply_changes(changes, {target!r}).__dict__.values())))
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split("RESULT=", 1)[1].strip() == repr((1, len(zone.final_state(table)), 0, 0, 0))
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
