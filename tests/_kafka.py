@@ -46,7 +46,10 @@ def kafka_broker(workdir: Path):
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", f"log.dirs={workdir / 'data'}",
         # One node: the internal topics cannot have more replicas than that.
         "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
-        "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0", ""]))
+        "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0",
+        # The generator publishes records at their (past) commit times: time-based retention
+        # would delete them within minutes, at the broker's first retention check.
+        "log.retention.ms=-1", ""]))
     java = ["java", "-Xmx512m", "-cp", broker_classpath(workdir)]
     cluster_id = _cluster_id()
     subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],

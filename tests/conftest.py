@@ -118,7 +118,7 @@ def avro_zone(landing_zone) -> LandingZone:
 # --------------------------------------------------------------------------------------------
 
 
-def session_builder(master: str) -> SparkSession.Builder:
+def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
     """The connector's documented set-up, with settings that keep a test session small."""
     builder = (SparkSession.builder.master(master).appName("spark-replicate-tests")
                .config("spark.ui.enabled", "false")
@@ -126,14 +126,17 @@ def session_builder(master: str) -> SparkSession.Builder:
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1"))
-    return spark_replicate.configure_spark(builder)
+    return spark_replicate.configure_spark(builder, kafka=kafka)
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+def spark(tmp_path_factory, request):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Spark's Kafka source (resolved from Maven Central at start-up) only when Kafka tests run: the
+    # smoke runs on other pysparks leave them out, and need no Kafka connector of their version.
+    kafka = any(item.get_closest_marker("kafka") for item in request.session.items)
     # The catalog's warehouse (SQL tests create tables) goes to a temporary folder, not the cwd.
-    session = (session_builder("local[2]")
+    session = (session_builder("local[2]", kafka=kafka)
                .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse"))).getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -10,16 +10,21 @@ import pyspark
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_replicate._jar import ReplicateSetupError, check_spark_version, jar_path
+from spark_replicate.kafka_connector import kafka_settings
 
 Paths = Union[str, Iterable[str]]
 
 
-def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
+def configure_spark(builder: SparkSession.Builder, kafka: bool = False) -> SparkSession.Builder:
     """Adds the bundled connector jar to ``builder`` and returns it.
 
     Call it before the first ``getOrCreate()``: a JVM cannot take the jar once it runs, so a
     running SparkContext without it is an error rather than a silent no-op. A builder for a Spark
     Connect server is refused: the jar belongs on the server.
+
+    With ``kafka=True`` it also adds Spark's own Kafka source (spark-sql-kafka-0-10) for the
+    installed pyspark through ``spark.jars.packages``, which Spark resolves from Maven Central when
+    the session starts: ``format("replicate")`` reads Kafka through it.
     """
     _refuse_remote(builder)
     check_spark_version(pyspark.__version__, jar_path())
@@ -42,7 +47,11 @@ def configure_spark(builder: SparkSession.Builder) -> SparkSession.Builder:
             "(stopping a session does not stop its JVM); call spark_replicate.configure_spark "
             "before the first getOrCreate() of the process, or use a new process"
         )
-    existing = getattr(builder, "_options", {}).get("spark.jars")
+    configured = getattr(builder, "_options", {})
+    if kafka:
+        for key, value in kafka_settings(pyspark.__version__, configured).items():
+            builder = builder.config(key, value)
+    existing = configured.get("spark.jars")
     return builder.config("spark.jars", f"{existing},{jar}" if existing else jar)
 
 

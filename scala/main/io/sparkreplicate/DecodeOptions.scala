@@ -101,6 +101,10 @@ object DecodeOptions {
   val MaxEmbeddedSchemaBytes = "maxEmbeddedSchemaBytes"
   val MaxSchemaDepth = "maxSchemaDepth"
   val Messages = "messages"
+  /** Every option of decoding, as spelt above. */
+  val names: Set[String] = Set(Table, LayoutOption, ExpandMasks, Mode, IncludeSource, SourceTypes, TimeZone,
+    SchemaEvolutionOption, WidenToString, ColumnNameOfCorruptRecord, MaxMessageBytes, MaxEmbeddedSchemaBytes,
+    MaxSchemaDepth, Messages)
 
   /**
    * @param options as Spark hands them over; keys in any case. Every error is redacted: a bad

@@ -47,6 +47,8 @@ object ErrorId {
   case object IncompatibleVersions extends ErrorId("REPLICATE_INCOMPATIBLE_VERSIONS", "42825")
   case object SchemaEvolved extends ErrorId("REPLICATE_SCHEMA_EVOLVED", "42825")
   case object UnsupportedType extends ErrorId("REPLICATE_UNSUPPORTED_TYPE", "0A000")
+  /** A Kafka read without Spark's Kafka source on the session. */
+  case object KafkaSourceMissing extends ErrorId("REPLICATE_KAFKA_SOURCE_MISSING", "42K02")
 }
 
 /**

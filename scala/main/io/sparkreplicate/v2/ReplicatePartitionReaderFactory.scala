@@ -3,8 +3,8 @@ package io.sparkreplicate.v2
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
-import io.sparkreplicate.catalyst.RowSpec
-import io.sparkreplicate.files.{FileOptions, SerializableConfiguration}
+import io.sparkreplicate.catalyst.{MessageReader, ReadCounters, RowSpec}
+import io.sparkreplicate.files.{FileMessageInput, FileOptions, SerializableConfiguration}
 
 /**
  * Carries the row spec and the Hadoop configuration itself rather than broadcasting them: a
@@ -16,7 +16,10 @@ import io.sparkreplicate.files.{FileOptions, SerializableConfiguration}
 final class ReplicatePartitionReaderFactory(counters: ScanCounters, spec: RowSpec, options: FileOptions,
     conf: SerializableConfiguration) extends PartitionReaderFactory {
 
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
-    new ReplicatePartitionReader(partition.asInstanceOf[ReplicateInputPartition].splits.toSeq,
-      conf.value, spec, options, counters)
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
+    val read = new ReadCounters
+    val splits = partition.asInstanceOf[ReplicateInputPartition].splits.toSeq
+    val input = new FileMessageInput(splits, conf.value, options, spec.options.limits, read)
+    new ReplicatePartitionReader(new MessageReader(input, spec, read), counters)
+  }
 }
