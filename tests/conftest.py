@@ -26,7 +26,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
                                IntegerType, LongType, StringType, TimestampType)
 
 import spark_replicate
-from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type,
+from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
                                       expected_value, generate_landing_zone, mask_ordinals)
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -149,6 +149,17 @@ def kafka_bootstrap(tmp_path_factory):
     from _kafka import kafka_broker
     with kafka_broker(tmp_path_factory.mktemp("kafka-broker")) as bootstrap:
         yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def kafka_zone(tmp_path_factory, kafka_bootstrap) -> LandingZone:
+    """A task landed as files and published to Kafka (topics prefixed ``read-``): several tables on
+    one topic (hr), a table of three versions (inventory), before-images and masks, three
+    partitions per topic, metadata also in the data topics."""
+    from _kafka import PREFIX
+    return generate_landing_zone(tmp_path_factory.mktemp("kafka-zone") / "landing", messages=1500, seed=117,
+                                 tables=default_tables() + evolving_tables(), files_per_topic=3,
+                                 md_in_data_topics=True, kafka=kafka_bootstrap, kafka_topic_prefix=PREFIX)
 
 
 @pytest.fixture(scope="session")

@@ -8,47 +8,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from pyspark.errors import IllegalArgumentException
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import spark_replicate
-from conftest import SOURCE, evolving_tables, read_table
-from spark_replicate.generate import SCHEMA_TOPIC, default_tables, generate_landing_zone
+from _kafka import PREFIX, fingerprint, kafka_read
+from conftest import SOURCE, read_table
+from spark_replicate.generate import SCHEMA_TOPIC
 
 pytestmark = pytest.mark.kafka
-
-PREFIX = "read-"
-
-
-@pytest.fixture(scope="module")
-def kafka_zone(tmp_path_factory, kafka_bootstrap):
-    """Several tables on one topic (hr), a table of three versions (inventory), before-images and
-    masks, three partitions per topic, metadata also in the data topics; landed and published."""
-    return generate_landing_zone(tmp_path_factory.mktemp("kafka-read") / "landing", messages=1500, seed=117,
-                                 tables=default_tables() + evolving_tables(), files_per_topic=3,
-                                 md_in_data_topics=True, kafka=kafka_bootstrap, kafka_topic_prefix=PREFIX)
-
-
-def kafka_read(spark: SparkSession, bootstrap: str, topic: str, schema_topic: bool = True, **options) -> DataFrame:
-    reader = (spark.read.format("replicate").option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", PREFIX + topic))
-    if schema_topic:
-        reader = reader.option("schemaTopic", PREFIX + SCHEMA_TOPIC)
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    return reader.load()
-
-
-def fingerprint(df: DataFrame) -> dict[str, tuple[int, int]]:
-    """Per operation: (rows, sum of a hash of every column but ``header__source``)."""
-    columns = [c for c in df.columns if c != SOURCE]
-    rows = (df.groupBy("header__operation")
-            .agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*columns).cast("decimal(38,0)")).alias("h"))
-            .collect())
-    return {r["header__operation"]: (r["n"], int(r["h"])) for r in rows}
-
 
 @pytest.mark.parametrize("table", ["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS", "INV.ITEMS"])
 def test_a_table_read_from_kafka_equals_the_file_read(spark, kafka_zone, kafka_bootstrap, table):
@@ -110,3 +79,75 @@ def test_metadata_view_of_the_schema_topic(spark, kafka_zone, kafka_bootstrap):
 def test_exactly_one_subscription_is_required(spark, kafka_bootstrap):
     with pytest.raises(IllegalArgumentException, match="REPLICATE_INVALID_OPTION.*exactly one of"):
         spark.read.format("replicate").option("kafka.bootstrap.servers", kafka_bootstrap).load()
+
+
+# --------------------------------------------------------------------------------------------
+# Bad records: malformed values under each mode, tombstones, records lost to retention
+# --------------------------------------------------------------------------------------------
+
+GARBAGE_AT, TOMBSTONE_AT, TRUNCATED_AT = 2, 4, 6
+
+
+@pytest.fixture(scope="module")
+def bad_topic(kafka_zone, kafka_bootstrap) -> tuple[str, int]:
+    """One partition of good SALES.ORDERS messages with a value that is no envelope, a tombstone
+    and a truncated message among them; returns the topic and its number of good messages."""
+    from test_kafka_publish import landed
+
+    by_offset = {(p, o): value for p, o, _, _, value in landed(kafka_zone.topics["sales"])}
+    good = [by_offset[(m.partition, m.offset)] for m in kafka_zone.messages_for("SALES.ORDERS")[:8]]
+    values = list(good)
+    values.insert(GARBAGE_AT, b"not a Replicate message")
+    values.insert(TOMBSTONE_AT, None)
+    values.insert(TRUNCATED_AT, good[0][:-7])
+    topic = PREFIX + "bad"
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", max_in_flight_requests_per_connection=1)
+    for value in values:
+        producer.send(topic, value=value, key=b"k", partition=0)
+    producer.flush()
+    producer.close()
+    return "bad", len(good)
+
+
+def test_failfast_names_the_topic_partition_and_offset(spark, kafka_bootstrap, bad_topic):
+    with pytest.raises(Exception, match=rf"REPLICATE_BAD_MAGIC.*topic {PREFIX}bad, partition 0, offset {GARBAGE_AT}"):
+        kafka_read(spark, kafka_bootstrap, bad_topic[0], table="SALES.ORDERS").collect()
+
+
+def test_permissive_keeps_the_bad_records_and_counts_the_tombstone_apart(spark, kafka_bootstrap, bad_topic):
+    rows = kafka_read(spark, kafka_bootstrap, bad_topic[0], table="SALES.ORDERS", mode="PERMISSIVE",
+                      includeSource=True).collect()
+    corrupt = sorted((r["header__source"]["offset"], r["_corrupt_record"]["reason"]) for r in rows
+                     if r["_corrupt_record"] is not None)
+    assert corrupt == [(GARBAGE_AT, "REPLICATE_BAD_MAGIC"), (TRUNCATED_AT, "REPLICATE_TRUNCATED")]
+    assert len(rows) == bad_topic[1] + 2
+    metrics = spark_replicate.last_read_metrics(spark)
+    assert (metrics["tombstones"], metrics["malformed"], metrics["messagesRead"]) == (1, 2, bad_topic[1] + 2)
+
+
+def test_dropmalformed_drops_the_bad_records(spark, kafka_bootstrap, bad_topic):
+    df = kafka_read(spark, kafka_bootstrap, bad_topic[0], table="SALES.ORDERS", mode="DROPMALFORMED")
+    assert df.count() == bad_topic[1]
+    metrics = spark_replicate.last_read_metrics(spark)
+    assert (metrics["dropped"], metrics["tombstones"]) == (2, 1)
+
+
+def test_fail_on_data_loss_decides_about_records_gone_from_the_topic(spark, kafka_zone, kafka_bootstrap):
+    """Records deleted from the head of the topic (as retention would) and asked for by offset."""
+    from test_kafka_publish import landed
+
+    topic = PREFIX + "lossy"
+    values = [value for *_, value in sorted(landed(kafka_zone.topics["sales"]))[:10]]
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+    for value in values:
+        producer.send(topic, value=value, partition=0)
+    producer.flush()
+    producer.close()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin.delete_records({TopicPartition(topic, 0): 5})
+    admin.close()
+    offsets = dict(startingOffsets=json.dumps({topic: {"0": 0}}), layout="generic", includeSource=True)
+    with pytest.raises(Exception, match="data may have been lost|lost"):
+        kafka_read(spark, kafka_bootstrap, "lossy", **offsets).collect()
+    rows = kafka_read(spark, kafka_bootstrap, "lossy", failOnDataLoss="false", **offsets).collect()
+    assert rows and min(r["header__source"]["offset"] for r in rows) >= 5
