@@ -104,7 +104,7 @@ STREAMING_DRIVER = """
     df = (spark.readStream.format("replicate").option("kafka.bootstrap.servers", bootstrap)
           .option("subscribe", topic).option("schemaTopic", schema_topic).option("table", table)
           .option("includeSource", "true").option("startingOffsets", "earliest")
-          .option("maxOffsetsPerTrigger", "30").load())
+          .option("maxOffsetsPerTrigger", "100").load())
     writer = df.writeStream.format("parquet").option("path", sink).option("checkpointLocation", checkpoint)
     writer = writer.trigger(availableNow=True) if trigger == "available-now" else writer.trigger(processingTime="0 seconds")
     writer.start().awaitTermination()
