@@ -12,6 +12,11 @@ val delta = deltaForSpark.get(sparkVersion.split('.').take(2).mkString(".")).toS
   val Array(artifact, release) = coordinates.split(':')
   "io.delta" % artifact % release % Test
 }
+// Spark's Kafka connector and its token provider at the nearest patch Maven Central serves for
+// `sparkVersion` (the same map as python/src/spark_replicate/kafka_connector.py); exact otherwise.
+val kafkaVersions = Map(
+  "4.0.4" -> ("4.0.4", "4.0.0"), "4.1.4" -> ("4.1.3", "4.1.1"), "4.2.1" -> ("4.2.0", "4.2.0")
+).getOrElse(sparkVersion, (sparkVersion, sparkVersion))
 
 ThisBuild / scalaVersion := "2.13.16"
 ThisBuild / organization := "io.sparkreplicate"
@@ -28,9 +33,13 @@ lazy val root = (project in file("."))
       "-Wunused:imports,privates,locals,patvars", "-Werror", "-release", "17"),
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+      // Reading Kafka delegates to Spark's own Kafka source, found by name at run time (the user
+      // puts it on the session: --packages, or configure_spark(kafka=True)); here for the tests.
+      "org.apache.spark" %% "spark-sql-kafka-0-10" % kafkaVersions._1 % Provided,
       "org.apache.avro" % "avro" % avroVersion % Provided,
       "org.scalatest" %% "scalatest" % "3.2.19" % Test,
       "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test) ++ delta,
+    dependencyOverrides += "org.apache.spark" %% "spark-token-provider-kafka-0-10" % kafkaVersions._2,
     // The Python package and the tests pick the jar up under a stable name.
     Compile / packageBin / artifactPath := target.value / "spark-replicate.jar",
     Compile / resourceGenerators += Def.task {

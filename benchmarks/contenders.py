@@ -80,11 +80,15 @@ def from_avro_twice(spark: SparkSession, ds: Dataset, info: dict, expand_masks: 
 
     The mask chunks are computed in a projection of their own so that Spark evaluates them once
     per row (inlined into the conditional expressions below, they would not be shared)."""
+    return decode_from_avro(spark.read.format("avro").load(str(ds.data_dir)), info, expand_masks)
+
+
+def decode_from_avro(raw: DataFrame, info: dict, expand_masks: bool = True) -> DataFrame:
+    """:func:`from_avro_twice` on any DataFrame of messages in a ``value`` column (landed, or Kafka)."""
     from pyspark.sql.avro.functions import from_avro
 
     envelope_json = json.dumps(pydecode.ENVELOPE_SCHEMA)
     columns = info["columns"]
-    raw = spark.read.format("avro").load(str(ds.data_dir))
     envelopes = (raw.select(from_avro(F.col("value"), envelope_json).alias("e"))
                  .where((F.col("e.type") == "DT") & (F.col("e.messageSchemaId") == info["schema_id"])))
     records = (envelopes.select(from_avro(F.col("e.message"), info["data_schema"]).alias("r"))

@@ -63,7 +63,7 @@ def fetched_jar(given: str | None, data_dir: str, pattern: str, option: str) -> 
 
 
 def make_session(master: str, avro_jar: str, java_options: str = "", driver_memory: str = "4g",
-                 extra_jars: list[str] = ()):
+                 extra_jars: list[str] = (), kafka: bool = False):
     """One SparkSession with the connector and spark-avro; Python workers run this interpreter
     with the benchmark modules importable."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -89,7 +89,7 @@ def make_session(master: str, avro_jar: str, java_options: str = "", driver_memo
                .config("spark.jars", ",".join([avro_jar, *extra_jars])))
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
-    spark = spark_replicate.configure_spark(builder).getOrCreate()
+    spark = spark_replicate.configure_spark(builder, kafka=kafka).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(pydecode.FastavroReplicateSource)
     return spark
@@ -439,6 +439,9 @@ def main() -> None:
     parser.add_argument("--async-profiler-jar", help="async-profiler's jar from Maven Central, for the CPU "
                                                        "profile of the connector (make bench fetches it)")
     parser.add_argument("--skip-profile", action="store_true")
+    parser.add_argument("--skip-kafka", action="store_true")
+    parser.add_argument("--only-kafka", action="store_true", help="the Kafka profile alone, on the headline "
+                        "profile's data; prints its results and writes kafka-results.json under --data-dir")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -477,6 +480,21 @@ def main() -> None:
     datasets = {p: dataset(PROFILES[p], sizes[p], args.seed, data_dir, log) for p in profiles}
     results = {"command": os.environ.get("BENCH_COMMAND", command), "quick": args.quick, "runs": args.runs,
                "seed": args.seed, "master": "local[2]", "environment": env, "profiles": {}}
+
+    def kafka_step(ds) -> dict:
+        import kafka_profile
+        log(f"kafka: {ds.profile.name} published to a local broker, read through Spark's Kafka source ...")
+        with tempfile.TemporaryDirectory() as tmp:
+            result = kafka_profile.bench_kafka(lambda: make_session("local[2]", args.avro_jar, kafka=True), measure,
+                                               ds, args.runs, Path(tmp), log)
+        log(f"  {result['ratios']}")
+        return result
+
+    if args.only_kafka:
+        result = kafka_step(datasets[profiles[0]])
+        (data_dir / "kafka-results.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
+        return
 
     for p in profiles:
         log(f"profile {p} ({PROFILES[p].description}, {sizes[p]:,} messages)")
@@ -543,6 +561,10 @@ def main() -> None:
                 f"(runs: {point['peaks_after_gc_mb']}), "
                 f"{point['gc_pauses_during_read']} GCs, RSS peak {point['vm_hwm_mb']:.0f} MB")
         results["memory"] = report.memory_summary(points, MEMORY_FLAT_RATIO, MEMORY_NOISE_MB)
+
+    if not args.skip_kafka:
+        results["kafka"] = kafka_step(ds)
+        results["ratios"].update(results["kafka"]["ratios"])
 
     if not args.skip_micro:
         log("micro-benchmark: ChangeRowDecoder against GenericDatumReader + a generic converter ...")

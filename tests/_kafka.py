@@ -11,7 +11,14 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
 from _cluster import Daemon, free_port, listening, wait_for
+from spark_replicate.generate import SCHEMA_TOPIC
+
+# The topics of the shared Kafka zone (conftest's `kafka_zone`) are the landed ones' names after this.
+PREFIX = "read-"
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 
@@ -46,7 +53,10 @@ def kafka_broker(workdir: Path):
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", f"log.dirs={workdir / 'data'}",
         # One node: the internal topics cannot have more replicas than that.
         "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
-        "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0", ""]))
+        "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0",
+        # The generator publishes records at their (past) commit times: time-based retention
+        # would delete them within minutes, at the broker's first retention check.
+        "log.retention.ms=-1", ""]))
     java = ["java", "-Xmx512m", "-cp", broker_classpath(workdir)]
     cluster_id = _cluster_id()
     subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
@@ -57,3 +67,24 @@ def kafka_broker(workdir: Path):
         yield f"127.0.0.1:{port}"
     finally:
         broker.stop()
+
+
+def kafka_read(spark: SparkSession, bootstrap: str, topic: str, schema_topic: bool = True, stream: bool = False,
+               **options) -> DataFrame:
+    """``format("replicate")`` of one topic of the Kafka zone, with its schema topic unless told not to."""
+    reader = spark.readStream if stream else spark.read
+    reader = reader.format("replicate").option("kafka.bootstrap.servers", bootstrap).option("subscribe", PREFIX + topic)
+    if schema_topic:
+        reader = reader.option("schemaTopic", PREFIX + SCHEMA_TOPIC)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def fingerprint(df: DataFrame) -> dict[str, tuple[int, int]]:
+    """Per operation: (rows, sum of a hash of every column but ``header__source``)."""
+    columns = [c for c in df.columns if c != "header__source"]
+    rows = (df.groupBy("header__operation")
+            .agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*columns).cast("decimal(38,0)")).alias("h"))
+            .collect())
+    return {r["header__operation"]: (r["n"], int(r["h"])) for r in rows}

@@ -28,7 +28,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
 
 import spark_replicate
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
-from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type,
+from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
                                       expected_value, generate_landing_zone, mask_ordinals)
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -127,7 +127,7 @@ DELTA = (".".join(pyspark.__version__.split(".")[:2]) in DELTA_PACKAGES
          and os.environ.get("SPARK_REPLICATE_TEST_DELTA", "1") != "0")
 
 
-def session_builder(master: str) -> SparkSession.Builder:
+def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
     """The connector's documented set-up, with settings that keep a test session small (Delta
     reconstructs a table's state in 50 tasks by default)."""
     builder = (SparkSession.builder.master(master).appName("spark-replicate-tests")
@@ -137,14 +137,17 @@ def session_builder(master: str) -> SparkSession.Builder:
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1"))
-    return spark_replicate.configure_spark(builder, delta=DELTA)
+    return spark_replicate.configure_spark(builder, kafka=kafka, delta=DELTA)
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+def spark(tmp_path_factory, request):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Spark's Kafka source (resolved from Maven Central at start-up) only when Kafka tests run: the
+    # smoke runs on other pysparks leave them out, and need no Kafka connector of their version.
+    kafka = any(item.get_closest_marker("kafka") for item in request.session.items)
     # The catalog's warehouse (SQL tests create tables) goes to a temporary folder, not the cwd.
-    session = (session_builder("local[2]")
+    session = (session_builder("local[2]", kafka=kafka)
                .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse"))).getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
@@ -157,6 +160,17 @@ def kafka_bootstrap(tmp_path_factory):
     from _kafka import kafka_broker
     with kafka_broker(tmp_path_factory.mktemp("kafka-broker")) as bootstrap:
         yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def kafka_zone(tmp_path_factory, kafka_bootstrap) -> LandingZone:
+    """A task landed as files and published to Kafka (topics prefixed ``read-``): several tables on
+    one topic (hr), a table of three versions (inventory), before-images and masks, three
+    partitions per topic, metadata also in the data topics."""
+    from _kafka import PREFIX
+    return generate_landing_zone(tmp_path_factory.mktemp("kafka-zone") / "landing", messages=1500, seed=117,
+                                 tables=default_tables() + evolving_tables(), files_per_topic=3,
+                                 md_in_data_topics=True, kafka=kafka_bootstrap, kafka_topic_prefix=PREFIX)
 
 
 @pytest.fixture(scope="session")

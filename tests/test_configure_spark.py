@@ -148,3 +148,42 @@ except spark_replicate.ReplicateSetupError as error:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "SETUP-ERROR: " in result.stdout, result.stdout
     return result.stdout.split("SETUP-ERROR: ", 1)[1]
+
+
+@pytest.mark.kafka
+def test_kafka_adds_spark_kafka_source_of_the_running_pyspark(spark):
+    """A run with Kafka tests builds its session with kafka=True: Spark's Kafka source and its token
+    provider load in this pyspark's JVM (resolved from Maven Central at start-up)."""
+    import pyspark
+    from spark_replicate.kafka_connector import CONNECTOR, connector_versions
+
+    assert f"{CONNECTOR}:{connector_versions(pyspark.__version__)[0]}" in spark.conf.get("spark.jars.packages")
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    for name in ("org.apache.spark.sql.kafka010.KafkaSourceProvider", "org.apache.spark.kafka010.KafkaTokenUtil"):
+        jvm.java.lang.Class.forName(name, True, loader)
+
+
+@pytest.mark.parametrize("version, packages, ivy", [
+    ("4.0.4", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.4", 'rev="4.0.0"'),
+    ("4.1.4", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.3", 'rev="4.1.1"'),
+    ("4.2.1", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0", None),
+    ("4.3.0", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0", None),
+])
+def test_kafka_settings_per_pyspark(version, packages, ivy):
+    from spark_replicate.kafka_connector import kafka_settings
+
+    settings = kafka_settings(version, {"spark.jars.packages": "io.delta:delta-spark_2.13:4.0.0"})
+    assert settings["spark.jars.packages"] == "io.delta:delta-spark_2.13:4.0.0," + packages
+    if ivy is None:
+        assert set(settings) == {"spark.jars.packages"}
+    else:
+        assert ivy in Path(settings["spark.jars.ivySettings"]).read_text()
+        assert "hadoop-client-runtime" in settings["spark.jars.excludes"]
+
+
+def test_kafka_settings_refuse_to_replace_the_users_ivy_settings():
+    from spark_replicate.kafka_connector import kafka_settings
+
+    with pytest.raises(spark_replicate.ReplicateSetupError, match="spark.jars.ivySettings"):
+        kafka_settings("4.0.4", {"spark.jars.ivySettings": "/etc/ivy.xml"})

@@ -11,21 +11,26 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, delta_package
 from spark_replicate._jar import ReplicateSetupError, check_spark_version, jar_path
+from spark_replicate.kafka_connector import kafka_settings
 
 Paths = Union[str, Iterable[str]]
 # Registers the connector's SQL functions (``from_replicate``) in the session.
 EXTENSIONS = "io.sparkreplicate.ReplicateExtensions"
 
 
-def configure_spark(builder: SparkSession.Builder, delta: bool = False) -> SparkSession.Builder:
+def configure_spark(builder: SparkSession.Builder, kafka: bool = False, delta: bool = False) -> SparkSession.Builder:
     """Adds the bundled connector jar and its SQL functions (``spark.sql.extensions``) to ``builder``
-    and returns it; with ``delta``, Delta Lake too (the delta-spark jars built for the running Spark
-    minor, which Spark fetches from Maven Central when the session starts, its SQL extension and
-    its catalog), as ``apply_changes`` needs.
+    and returns it.
 
     Call it before the first ``getOrCreate()``: a JVM cannot take the jars once it runs, so a
     running SparkContext without them is an error rather than a silent no-op. A builder for a Spark
     Connect server is refused: the jar belongs on the server.
+
+    With ``kafka=True`` it also adds Spark's own Kafka source (spark-sql-kafka-0-10) for the
+    installed pyspark through ``spark.jars.packages``, which Spark resolves from Maven Central when
+    the session starts: ``format("replicate")`` reads Kafka through it. With ``delta=True``, Delta
+    Lake (the delta-spark jars built for the running Spark minor, its SQL extension and its
+    catalog), as ``apply_changes`` needs.
     """
     _refuse_remote(builder)
     check_spark_version(pyspark.__version__, jar_path())
@@ -49,6 +54,9 @@ def configure_spark(builder: SparkSession.Builder, delta: bool = False) -> Spark
             "(stopping a session does not stop its JVM); call spark_replicate.configure_spark "
             "before the first getOrCreate() of the process, or use a new process"
         )
+    if kafka:
+        for key, value in kafka_settings(pyspark.__version__, getattr(builder, "_options", {})).items():
+            builder = builder.config(key, value)
     builder = _append_setting(_append_setting(builder, "spark.jars", jar), "spark.sql.extensions", EXTENSIONS)
     if package is not None:
         builder = _append_setting(_append_setting(builder, "spark.jars.packages", package),
@@ -102,7 +110,8 @@ def last_read_metrics(spark: SparkSession) -> dict[str, int]:
 
     Keys: ``messagesRead``, ``rowsReturned``, ``metadataMessages``, ``filteredOut`` (messages of
     other tables), ``malformed``, ``dropped``, ``filesSkipped``, ``maskBitsIgnored`` (rows whose
-    masks set bits past the table's last column) and ``malformed_<REASON>`` per ``REPLICATE_*``
+    masks set bits past the table's last column), ``tombstones`` (Kafka records without a value:
+    no message, so not in ``messagesRead``) and ``malformed_<REASON>`` per ``REPLICATE_*``
     reason. Invariant: messagesRead = rowsReturned + metadataMessages + filteredOut + dropped.
     Read through the ``replicate-metrics`` source, so it works on a Spark Connect session too.
     """

@@ -103,6 +103,10 @@ object DecodeOptions {
   val MaxSchemaDepth = "maxSchemaDepth"
   val Messages = "messages"
   val MetadataWait = "metadataWait"
+  /** Every option of decoding, as spelt above. */
+  val names: Set[String] = Set(Table, LayoutOption, ExpandMasks, Mode, IncludeSource, SourceTypes, TimeZone,
+    SchemaEvolutionOption, WidenToString, ColumnNameOfCorruptRecord, MaxMessageBytes, MaxEmbeddedSchemaBytes,
+    MaxSchemaDepth, Messages, MetadataWait)
 
   /**
    * @param options as Spark hands them over; keys in any case. Every error is redacted: a bad

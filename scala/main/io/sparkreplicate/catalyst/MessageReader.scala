@@ -17,6 +17,11 @@ final class ReadCounters {
   var dropped = 0L
   /** Rows returned whose masks had a bit past the table's last column: not an outcome of its own. */
   var maskBitsIgnored = 0L
+  /**
+   * Kafka records without a value (tombstones): no Replicate message, so neither read nor an
+   * outcome, and never malformed; counted by the input that skips them.
+   */
+  var tombstones = 0L
   /** Inputs (files) given up on under `ignoreCorruptFiles` / `ignoreMissingFiles` (rows read before stay). */
   val skippedFiles = scala.collection.mutable.Set.empty[String]
   /** Malformed messages per reason, by [[io.sparkreplicate.ErrorId]] name. */

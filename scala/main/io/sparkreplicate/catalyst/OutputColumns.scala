@@ -42,10 +42,15 @@ object OutputColumns {
     ChangeMask -> BinaryType, ColumnMask -> BinaryType
   ).map { case (name, t) => StructField(name, t, nullable = true) }
 
+  /**
+   * Where a row's message was: `file`, `position` (the byte its frame or container block starts
+   * at) and `index` (its place in that block) for landed files, null for a Kafka read; the Kafka
+   * coordinates when the landing records carry them, and always for a Kafka read.
+   */
   val sourceType: StructType = StructType(Seq(
-    StructField("file", StringType, nullable = false),
-    StructField("position", LongType, nullable = false),
-    StructField("index", LongType, nullable = false),
+    StructField("file", StringType),
+    StructField("position", LongType),
+    StructField("index", LongType),
     StructField("topic", StringType),
     StructField("partition", IntegerType),
     StructField("offset", LongType),

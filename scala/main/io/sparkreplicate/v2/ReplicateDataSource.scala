@@ -11,35 +11,43 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import io.sparkreplicate.{ErrorId, ReplicateException}
-import io.sparkreplicate.files.FilePlan
+import io.sparkreplicate.kafka.KafkaOptions
 
 /**
  * `spark.read.format("replicate")`. The schema is decided by the metadata messages, so it is
  * always inferred; Spark asks for it and then for the table with the same options, and the plan
- * built for the first call serves the second.
+ * built for the first call serves the second. With `kafka.bootstrap.servers` the messages are
+ * read from Kafka, otherwise from landed files.
  */
 final class ReplicateDataSource extends TableProvider with DataSourceRegister {
-  private var planned: Option[(Map[String, String], FilePlan)] = None
+  /** The options last planned for, the query's schema and its table. */
+  private var planned: Option[(Map[String, String], StructType, Table)] = None
 
   override def shortName(): String = "replicate"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    plan(options.asCaseSensitiveMap().asScala.toMap).query.schema
+    plan(options.asCaseSensitiveMap().asScala.toMap)._1
 
   override def getTable(schema: StructType, partitioning: Array[Transform],
       properties: util.Map[String, String]): Table = {
-    val readPlan = plan(properties.asScala.toMap)
-    if (schema != null && schema != readPlan.query.schema) throw new ReplicateException(ErrorId.InvalidOption,
+    val (planned, table) = plan(properties.asScala.toMap)
+    if (schema != null && schema != planned) throw new ReplicateException(ErrorId.InvalidOption,
       "the replicate source decides its schema from Replicate's metadata messages; do not pass " +
         "a schema to the reader (select or cast columns afterwards instead)")
-    new ReplicateTable(readPlan, properties.asScala.toMap)
+    table
   }
 
-  private def plan(options: Map[String, String]): FilePlan = planned match {
-    case Some((seen, readPlan)) if seen == options => readPlan
+  private def plan(options: Map[String, String]): (StructType, Table) = planned match {
+    case Some((seen, schema, table)) if seen == options => (schema, table)
     case _ =>
-      val readPlan = ReplicatePlanning.plan(options)
-      planned = Some(options -> readPlan)
-      readPlan
+      val (schema, table) = if (KafkaOptions.isKafka(options)) {
+        val kafka = ReplicatePlanning.planKafka(options)
+        (kafka.query.schema, new ReplicateKafkaTable(kafka))
+      } else {
+        val files = ReplicatePlanning.plan(options)
+        (files.query.schema, new ReplicateTable(files, options))
+      }
+      planned = Some((options, schema, table))
+      (schema, table)
   }
 }

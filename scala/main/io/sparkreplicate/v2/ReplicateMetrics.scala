@@ -11,11 +11,13 @@ import io.sparkreplicate.catalyst.ReadCounters
  * rows), metadata, filtered out (another table, or removed by a pushed filter), or dropped (DROPMALFORMED):
  * `messagesRead = rowsReturned + metadataMessages + filteredOut + dropped`. `maskBitsIgnored` is
  * no outcome: it counts the returned rows whose masks set a bit past the table's last column.
+ * `tombstones` counts the Kafka records without a value, which carry no message and so are not
+ * read: a Kafka read takes `messagesRead + tombstones` records.
  * Spark instantiates each metric class by name on the driver, hence one class per metric.
  */
 object ReplicateMetrics {
   val all: Array[CustomMetric] = Array(new MessagesRead, new RowsReturned, new MetadataMessages,
-    new FilteredOut, new Malformed, new Dropped, new FilesSkipped, new MaskBitsIgnored, new MalformedBadMagic,
+    new FilteredOut, new Malformed, new Dropped, new FilesSkipped, new MaskBitsIgnored, new Tombstones, new MalformedBadMagic,
     new MalformedUnknownMessageType, new MalformedTruncated, new MalformedTrailingBytes,
     new MalformedBadPayload, new MalformedBadValue, new MalformedInvalidUtf8,
     new MalformedUnknownSchemaId, new MalformedBadEmbeddedSchema, new MalformedBadFrame)
@@ -25,7 +27,7 @@ object ReplicateMetrics {
     task("messagesRead", c.messagesRead), task("rowsReturned", c.rowsReturned),
     task("metadataMessages", c.metadataMessages), task("filteredOut", c.filteredOut),
     task("malformed", c.malformed), task("dropped", c.dropped), task("filesSkipped", c.skippedFiles.size),
-    task("maskBitsIgnored", c.maskBitsIgnored)) ++
+    task("maskBitsIgnored", c.maskBitsIgnored), task("tombstones", c.tombstones)) ++
     reasonMetrics.map { case (metric, reason) => task(metric, c.malformedByReason(reason)) }
 
   def reasonMetric(reason: ErrorId): String = s"malformed_${reason.name}"
@@ -56,6 +58,7 @@ final class Dropped extends ReplicateMetric("dropped", "replicate malformed mess
 final class FilesSkipped extends ReplicateMetric("filesSkipped", "replicate files skipped")
 final class MaskBitsIgnored extends ReplicateMetric("maskBitsIgnored",
   "replicate rows whose masks set bits past the table's last column (ignored)")
+final class Tombstones extends ReplicateMetric("tombstones", "replicate Kafka tombstones (records without a value)")
 final class MalformedBadMagic extends ReasonMetric(ErrorId.BadMagic)
 final class MalformedUnknownMessageType extends ReasonMetric(ErrorId.UnknownMessageType)
 final class MalformedTruncated extends ReasonMetric(ErrorId.Truncated)

@@ -1,20 +1,18 @@
 package io.sparkreplicate.v2
 
-import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.PartitionReader
 
-import io.sparkreplicate.catalyst.{MessageReader, ReadCounters, RowSpec}
-import io.sparkreplicate.files.{FileMessageInput, FileOptions, FileSplit}
+import io.sparkreplicate.catalyst.MessageReader
 
-final class ReplicatePartitionReader(splits: Seq[FileSplit], conf: Configuration, spec: RowSpec,
-    options: FileOptions, totals: ScanCounters) extends PartitionReader[InternalRow] {
-
-  private val reader = {
-    val counters = new ReadCounters
-    new MessageReader(new FileMessageInput(splits, conf, options, spec.options.limits, counters), spec, counters)
-  }
+/**
+ * One task's rows, whatever its messages come from.
+ *
+ * @param sourceMetrics the metrics of the source under the reader (Spark's Kafka reader has its own)
+ */
+final class ReplicatePartitionReader(reader: MessageReader, totals: ScanCounters,
+    sourceMetrics: () => Array[CustomTaskMetric] = () => Array.empty) extends PartitionReader[InternalRow] {
 
   override def next(): Boolean = reader.next()
   override def get(): InternalRow = reader.get
@@ -26,5 +24,6 @@ final class ReplicatePartitionReader(splits: Seq[FileSplit], conf: Configuration
     reader.close()
     totals.add(reader.counters)
   }
-  override def currentMetricsValues(): Array[CustomTaskMetric] = ReplicateMetrics.values(reader.counters)
+  override def currentMetricsValues(): Array[CustomTaskMetric] =
+    ReplicateMetrics.values(reader.counters) ++ sourceMetrics()
 }

@@ -3,8 +3,8 @@ package io.sparkreplicate.v2
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
-import io.sparkreplicate.catalyst.RowSpec
-import io.sparkreplicate.files.{FileOptions, SerializableConfiguration}
+import io.sparkreplicate.catalyst.{MessageReader, ReadCounters, RowSpec}
+import io.sparkreplicate.files.{FileMessageInput, FileOptions, FileSplit, SerializableConfiguration}
 
 /**
  * Carries the row spec and the Hadoop configuration itself rather than broadcasting them: a
@@ -17,6 +17,16 @@ final class ReplicatePartitionReaderFactory(counters: ScanCounters, spec: RowSpe
     conf: SerializableConfiguration) extends PartitionReaderFactory {
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
-    new ReplicatePartitionReader(partition.asInstanceOf[ReplicateInputPartition].splits.toSeq,
-      conf.value, spec, options, counters)
+    ReplicatePartitionReaderFactory.fileReader(partition.asInstanceOf[ReplicateInputPartition].splits.toSeq,
+      conf, spec, options, counters)
+}
+
+object ReplicatePartitionReaderFactory {
+  /** The reader of a task's file splits, batch or micro-batch. */
+  def fileReader(splits: Seq[FileSplit], conf: SerializableConfiguration, spec: RowSpec, options: FileOptions,
+      counters: ScanCounters): PartitionReader[InternalRow] = {
+    val read = new ReadCounters
+    val input = new FileMessageInput(splits, conf.value, options, spec.options.limits, read)
+    new ReplicatePartitionReader(new MessageReader(input, spec, read), counters)
+  }
 }

@@ -2,15 +2,18 @@ package io.sparkreplicate.v2
 
 import java.io.{ByteArrayInputStream, ByteArrayOutputStream, ObjectInputStream, ObjectOutputStream, ObjectStreamClass}
 
+import scala.reflect.ClassTag
+
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 
 import io.sparkreplicate.{DecodeOptions, ReplicateException}
 import io.sparkreplicate.codec.TableVersion
 import io.sparkreplicate.files.{FileOptions, FilePlan, FilePlanner, FileSplit, SerializableConfiguration}
+import io.sparkreplicate.kafka.{KafkaOptions, KafkaPlan, KafkaPlanner}
 import io.sparkreplicate.sql.SessionBinding
 
-/** Binds the format layer's planner to the active session: its configuration and its cluster. */
+/** Binds the sources' planners to the active session: its configuration and its cluster. */
 private[v2] object ReplicatePlanning {
   /** Below this much data-topic input, metadata is collected on the driver instead of by a job. */
   private val DriverScanBytes = 32L * 1024 * 1024
@@ -26,6 +29,15 @@ private[v2] object ReplicatePlanning {
     }
   }
 
+  /** A read of Kafka: the metadata is read through Spark's Kafka source, by a Spark job. */
+  def planKafka(options: Map[String, String]): KafkaPlan = {
+    val decode = DecodeOptions.parse(options, SessionBinding.defaults(SparkSession.active))
+    val kafka = KafkaOptions.parse(options, decode)
+    try KafkaPlanner.plan(decode, kafka, SparkKafkaSource.scanMetadata(_, decode.limits, _)) catch {
+      case e: ReplicateException => throw decode.redaction(e)
+    }
+  }
+
   /** The metadata messages of data-topic files: on the driver when they are small, else by a Spark job. */
   def scanDataTopics(spark: SparkSession, conf: Configuration, options: FileOptions, decode: DecodeOptions)
       (splits: Seq[FileSplit]): Seq[TableVersion] = {
@@ -34,12 +46,15 @@ private[v2] object ReplicatePlanning {
       splits.flatMap(FilePlanner.scanMetadata(_, conf, options, limits, strict = false))
     } else {
       val shipped = new SerializableConfiguration(conf)
-      spark.sparkContext.parallelize(splits, math.max(1, math.min(splits.size, spark.sparkContext.defaultParallelism * 4)))
-        .mapPartitions(_.flatMap(FilePlanner.scanMetadata(_, shipped.value, options, limits, strict = false))
-          .map(serialize))
-        .collect().toSeq.map(deserialize)
+      metadataJob(spark, splits)(FilePlanner.scanMetadata(_, shipped.value, options, limits, strict = false))
     }
   }
+
+  /** Runs `scan` over `inputs` as a Spark job, at most a few inputs per task. */
+  def metadataJob[T: ClassTag](spark: SparkSession, inputs: Seq[T])(scan: T => Seq[TableVersion]): Seq[TableVersion] =
+    spark.sparkContext.parallelize(inputs, math.max(1, math.min(inputs.size, spark.sparkContext.defaultParallelism * 4)))
+      .mapPartitions(_.flatMap(scan).map(serialize))
+      .collect().toSeq.map(deserialize)
 
   // The metadata job returns bytes: the driver deserializes task results with a class loader that
   // does not see a jar added to a Spark Connect session (`addArtifacts`), while this code's does.

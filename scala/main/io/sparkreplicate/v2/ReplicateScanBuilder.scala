@@ -4,17 +4,18 @@ import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownF
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
-import io.sparkreplicate.catalyst.{MessageFilter, OutputColumns}
-import io.sparkreplicate.files.FilePlan
+import io.sparkreplicate.catalyst.{MessageFilter, OutputColumns, QuerySchema}
 
 /**
  * Column pruning: columns the query does not select are skipped, not decoded. Filter pushdown:
  * filters on the table, its version and the operation remove messages before their rows are
- * decoded ([[MessageFilter]]).
+ * decoded ([[MessageFilter]]). The same for every source of messages.
+ *
+ * @param newScan the source's scan of the required columns, the filters pushed and the model of them
  */
-final class ReplicateScanBuilder(plan: FilePlan, options: Map[String, String]) extends ScanBuilder
-    with SupportsPushDownRequiredColumns with SupportsPushDownFilters {
-  private var required: StructType = plan.query.schema
+final class ReplicateScanBuilder(query: QuerySchema, newScan: (StructType, Seq[Filter], MessageFilter) => Scan)
+    extends ScanBuilder with SupportsPushDownRequiredColumns with SupportsPushDownFilters {
+  private var required: StructType = query.schema
   private var pushed: Seq[Filter] = Nil
   private var filter = MessageFilter.KeepAll
 
@@ -23,9 +24,9 @@ final class ReplicateScanBuilder(plan: FilePlan, options: Map[String, String]) e
    * to decode); the small `header__source` and corrupt-record structs are always produced whole.
    */
   override def pruneColumns(requiredSchema: StructType): Unit = {
-    val full = plan.query.schema
+    val full = query.schema
     required = StructType(requiredSchema.map { field =>
-      if (field.name == OutputColumns.Source || field.name == plan.query.options.columnNameOfCorruptRecord) full(field.name)
+      if (field.name == OutputColumns.Source || field.name == query.options.columnNameOfCorruptRecord) full(field.name)
       else field
     })
   }
@@ -35,7 +36,7 @@ final class ReplicateScanBuilder(plan: FilePlan, options: Map[String, String]) e
    * would return: the pushed ones only spare the decoding of rows that would be filtered anyway.
    */
   override def pushFilters(filters: Array[Filter]): Array[Filter] = {
-    val (used, model) = MessageFilter.push(filters.toSeq, plan.query.options.mode)
+    val (used, model) = MessageFilter.push(filters.toSeq, query.options.mode)
     pushed = used
     filter = model
     filters
@@ -43,5 +44,5 @@ final class ReplicateScanBuilder(plan: FilePlan, options: Map[String, String]) e
 
   override def pushedFilters(): Array[Filter] = pushed.toArray
 
-  override def build(): Scan = new ReplicateScan(plan, options, required, pushed, filter)
+  override def build(): Scan = newScan(required, pushed, filter)
 }

@@ -23,6 +23,6 @@ final class ReplicateStreamReaderFactory(counters: ScanCounters, options: FileOp
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val p = partition.asInstanceOf[ReplicateStreamPartition]
-    new ReplicatePartitionReader(p.splits.toSeq, conf.value, p.spec, options, counters)
+    ReplicatePartitionReaderFactory.fileReader(p.splits.toSeq, conf, p.spec, options, counters)
   }
 }

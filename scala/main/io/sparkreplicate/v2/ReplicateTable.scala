@@ -13,6 +13,8 @@ import io.sparkreplicate.files.FilePlan
 final class ReplicateTable(plan: FilePlan, options: Map[String, String]) extends SupportsRead {
   override def name(): String = s"replicate ${plan.query.subject}"
   override def schema(): StructType = plan.query.schema
-  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ)
-  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = new ReplicateScanBuilder(plan, this.options)
+  override def capabilities(): util.Set[TableCapability] =
+    util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ)
+  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder =
+    new ReplicateScanBuilder(plan.query, new ReplicateScan(plan, this.options, _, _, _))
 }

@@ -1,0 +1,66 @@
+package io.sparkreplicate.kafka
+
+import java.util.Locale
+
+import io.sparkreplicate.{DecodeOptions, ErrorId, MessageView, OptionMap, ReplicateException}
+
+/**
+ * The options of reading Kafka: Spark's own Kafka source reads the records (with every option of
+ * its own, which mean what Spark's documentation says) and the connector decodes their values.
+ *
+ * @param source      what Spark's Kafka source is given: every option but the connector's own
+ * @param schemaTopic the Kafka topic of Replicate's metadata messages; None to take the metadata
+ *                    from the data topics
+ */
+final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[String]) {
+
+  /**
+   * Spark's Kafka source options that read the topic holding the metadata, from its earliest
+   * offset to its latest, with the same `kafka.*` client settings as the data.
+   */
+  def metadataSource: Map[String, String] = schemaTopic match {
+    case Some(topic) =>
+      source.filter { case (k, _) => k.toLowerCase(Locale.ROOT).startsWith(KafkaOptions.ClientPrefix) } ++
+        Map("subscribe" -> topic, "startingOffsets" -> "earliest", "endingOffsets" -> "latest")
+    case None =>
+      source.filter { case (k, _) => !KafkaOptions.OffsetOptions(k.toLowerCase(Locale.ROOT)) } ++
+        Map("startingOffsets" -> "earliest", "endingOffsets" -> "latest")
+  }
+
+  /** The topics read, for the table's name and error messages. */
+  def describe: String = KafkaOptions.Subscriptions.flatMap(name => source.collectFirst {
+    case (k, v) if k.equalsIgnoreCase(name) => s"$name=$v"
+  }).mkString(", ")
+}
+
+object KafkaOptions {
+  val BootstrapServers = "kafka.bootstrap.servers"
+  val SchemaTopic = "schemaTopic"
+  private val ClientPrefix = "kafka."
+  /** Spark's Kafka source reads exactly one of these. */
+  private val Subscriptions = Seq("subscribe", "subscribePattern", "assign")
+  /** Where a read starts and ends, lower case: the metadata is read from all of the topic instead. */
+  private val OffsetOptions = Set("startingoffsets", "endingoffsets", "startingtimestamp", "endingtimestamp",
+    "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy")
+  /** The connector's own options, lower case: the rest goes to Spark's Kafka source unchanged. */
+  private val Own = (DecodeOptions.names + SchemaTopic).map(_.toLowerCase(Locale.ROOT))
+
+  /** `kafka.bootstrap.servers` set: the read is of Kafka, not of landed files. */
+  def isKafka(options: Map[String, String]): Boolean = new OptionMap(options).nonBlank(BootstrapServers).nonEmpty
+
+  /** @param decode the same options' decoding part, already parsed (its redaction applies here too) */
+  def parse(options: Map[String, String], decode: DecodeOptions): KafkaOptions = try {
+    val o = new OptionMap(options)
+    val subscriptions = Subscriptions.filter(o.nonBlank(_).nonEmpty)
+    if (subscriptions.size != 1) throw new ReplicateException(ErrorId.InvalidOption,
+      s"a Kafka read takes exactly one of the options ${Subscriptions.map(s => s"`$s`").mkString(", ")} " +
+        (if (subscriptions.isEmpty) "and none is set" else s"and ${subscriptions.mkString(", ")} are set"))
+    val schemaTopic = o.nonBlank(SchemaTopic)
+    if (decode.messages == MessageView.Metadata && schemaTopic.nonEmpty) {
+      throw new ReplicateException(ErrorId.InvalidOption, s"option `$SchemaTopic` does not apply to " +
+        s"`${DecodeOptions.Messages}` = ${MessageView.Metadata.name}, which reads the metadata messages of the " +
+        "subscribed topics: subscribe to the schema topic instead")
+    }
+    KafkaOptions(options.filter { case (k, _) => !Own(k.toLowerCase(Locale.ROOT)) }, schemaTopic)
+  } catch { case e: ReplicateException => throw decode.redaction(e) }
+}

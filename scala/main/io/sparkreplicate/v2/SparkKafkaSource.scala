@@ -1,0 +1,53 @@
+package io.sparkreplicate.v2
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.catalog.{SupportsRead, TableProvider}
+import org.apache.spark.sql.connector.read.Scan
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+import io.sparkreplicate.{DecodeLimits, ErrorId, ReplicateException}
+import io.sparkreplicate.codec.TableVersion
+import io.sparkreplicate.kafka.KafkaPlanner
+
+/**
+ * Spark's own Kafka source (spark-sql-kafka-0-10), used through the public DataSource V2
+ * interfaces only: its table, scan, batch and micro-batch stream. It is found by name, so that
+ * the connector runs without it until a Kafka read needs it.
+ */
+private[v2] object SparkKafkaSource {
+  private val ProviderClass = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+
+  /** Spark's Kafka scan of `options`, as `spark.read.format("kafka")` would build it. */
+  def scan(options: Map[String, String]): Scan = {
+    val map = new CaseInsensitiveStringMap(options.asJava)
+    val kafka = provider()
+    kafka.getTable(kafka.inferSchema(map), Array.empty, map) match {
+      case table: SupportsRead => table.newScanBuilder(map).build()
+      case other => throw new IllegalStateException(s"Spark's Kafka table ${other.name()} cannot be read")
+    }
+  }
+
+  /**
+   * The metadata messages of the records `options` select, read by a Spark job over the input
+   * partitions of Spark's Kafka batch (its readers run in tasks only).
+   */
+  def scanMetadata(options: Map[String, String], limits: DecodeLimits, strict: Boolean): Seq[TableVersion] = {
+    val batch = scan(options).toBatch
+    val factory = batch.createReaderFactory()
+    ReplicatePlanning.metadataJob(SparkSession.active, batch.planInputPartitions().toSeq)(partition =>
+      KafkaPlanner.scanMetadata(factory.createReader(partition), limits, strict))
+  }
+
+  private def provider(): TableProvider = {
+    val loader = Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader)
+    try Class.forName(ProviderClass, true, loader).getDeclaredConstructor().newInstance().asInstanceOf[TableProvider]
+    catch {
+      case e: ClassNotFoundException => throw new ReplicateException(ErrorId.KafkaSourceMissing,
+        "reading Kafka needs Spark's Kafka source (org.apache.spark:spark-sql-kafka-0-10_2.13 at the " +
+          "session's Spark version) on the session: in Python call spark_replicate.configure_spark(builder, " +
+          "kafka=True), with spark-submit pass it in --packages", e)
+    }
+  }
+}

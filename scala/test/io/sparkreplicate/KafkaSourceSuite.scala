@@ -1,0 +1,97 @@
+package io.sparkreplicate
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.connector.read.PartitionReader
+import org.apache.spark.unsafe.types.UTF8String
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.sparkreplicate.Fixtures._
+import io.sparkreplicate.catalyst.{MessageReader, ReadCounters}
+import io.sparkreplicate.kafka.{KafkaMessageInput, KafkaOptions, KafkaPlanner}
+
+/**
+ * The Kafka source without a broker: its options, and messages decoded from rows shaped as Spark's
+ * Kafka source returns them (key, value, topic, partition, offset, timestamp, timestampType).
+ */
+class KafkaSourceSuite extends AnyFunSuite {
+
+  private val kafka = Map("kafka.bootstrap.servers" -> "127.0.0.1:9092", "subscribe" -> "hr",
+    "startingOffsets" -> "earliest", "kafka.security.protocol" -> "PLAINTEXT", "failOnDataLoss" -> "false")
+
+  private def parse(options: Map[String, String]): KafkaOptions =
+    KafkaOptions.parse(options, DecodeOptions.parse(options))
+
+  test("the connector's own options stay, every other goes to Spark's Kafka source unchanged") {
+    val options = parse(kafka ++ Map("table" -> "HR.EMPLOYEES", "MODE" -> "PERMISSIVE", "schemaTopic" -> "hr-md"))
+    assert(options.source == kafka)
+    assert(options.schemaTopic.contains("hr-md"))
+  }
+
+  test("the schema topic is read whole, with the data's client settings only") {
+    assert(parse(kafka ++ Map("schemaTopic" -> "hr-md")).metadataSource == Map(
+      "kafka.bootstrap.servers" -> "127.0.0.1:9092", "kafka.security.protocol" -> "PLAINTEXT",
+      "subscribe" -> "hr-md", "startingOffsets" -> "earliest", "endingOffsets" -> "latest"))
+  }
+
+  test("without a schema topic the metadata comes from all of the data topics") {
+    val source = parse(kafka + ("endingOffsets" -> """{"hr":{"0":5}}""")).metadataSource
+    assert(source("subscribe") == "hr" && source("startingOffsets") == "earliest" && source("endingOffsets") == "latest")
+  }
+
+  test("exactly one of subscribe, subscribePattern and assign") {
+    val none = intercept[ReplicateException](parse(kafka - "subscribe"))
+    assert(none.errorId == ErrorId.InvalidOption && none.detail.contains("none is set"))
+    val two = intercept[ReplicateException](parse(kafka + ("subscribePattern" -> "h.*")))
+    assert(two.detail.contains("subscribe, subscribePattern are set"))
+  }
+
+  test("kafka.bootstrap.servers selects Kafka") {
+    assert(KafkaOptions.isKafka(kafka))
+    assert(!KafkaOptions.isKafka(Map("path" -> "/landing", "kafka.bootstrap.servers" -> " ")))
+  }
+
+  private def record(value: Array[Byte], offset: Long, key: Array[Byte] = "k".getBytes): InternalRow =
+    new GenericInternalRow(Array[Any](key, value, UTF8String.fromString("hr"), 2, offset, 1700000000000000L, 0))
+
+  /** Rows in memory, as Spark's Kafka reader would return them. */
+  private final class Records(rows: InternalRow*) extends PartitionReader[InternalRow] {
+    private val remaining = rows.iterator
+    private var current: InternalRow = _
+    var closed = false
+    override def next(): Boolean = remaining.hasNext && { current = remaining.next(); true }
+    override def get(): InternalRow = current
+    override def close(): Unit = closed = true
+  }
+  private def records(rows: InternalRow*) = new Records(rows: _*)
+
+  test("records decode to rows; tombstones are counted apart; malformed ones name topic, partition and offset") {
+    val counters = new ReadCounters
+    val input = new KafkaMessageInput(records(
+      record(salaries.metadataEnvelope(), 0), record(dataEnvelope(salaries, salary(10001, 60117)), 1),
+      record(null, 2), record("junk".getBytes, 3)), counters)
+    val reader = new MessageReader(input, readSpec(registry(salaries), salaries.name), counters)
+    assert(reader.next())
+    assert(reader.get.getInt(0) == 10001)
+    val error = intercept[ReplicateException](reader.next())
+    assert(error.errorId == ErrorId.BadMagic && error.detail.contains("topic hr, partition 2, offset 3"))
+    assert((counters.messagesRead, counters.rowsReturned, counters.metadataMessages, counters.tombstones) == (3, 1, 1, 1))
+  }
+
+  test("header__source: the Kafka coordinates and the key, no file") {
+    val counters = new ReadCounters
+    val spec = readSpec(registry(salaries), salaries.name, options(salaries.name, includeSource = true))
+    val reader = new MessageReader(new KafkaMessageInput(records(
+      record(dataEnvelope(salaries, salary(10001, 60117)), 41, key = null)), counters), spec, counters)
+    assert(reader.next())
+    val source = rowValues(reader.get, spec.required)("header__source").asInstanceOf[Map[String, Any]]
+    assert(source == Map[String, Any]("file" -> null, "position" -> null, "index" -> null, "topic" -> "hr",
+      "partition" -> 2, "offset" -> 41L, "timestamp" -> 1700000000000000L, "key" -> null))
+  }
+
+  test("the metadata scan of a partition's records closes Spark's reader") {
+    val reader = records(record(salaries.metadataEnvelope(), 0), record(null, 1))
+    assert(KafkaPlanner.scanMetadata(reader, DecodeLimits.Default, strict = true).map(_.schemaId) == Seq(salaries.schemaId))
+    assert(reader.closed)
+  }
+}
