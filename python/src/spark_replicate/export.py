@@ -11,7 +11,7 @@ Each table is a flat ``spark.readStream.format("replicate")`` query with that ch
 rerun exports only the files landed since, once, and a run that died part-way is redone exactly
 by the next (README "Streaming"). A table whose new version adds columns stops its query with
 ``REPLICATE_SCHEMA_CHANGED``; the query is started again from its checkpoint, with the columns.
-Only the DataFrame API is used: the export works on a Spark Connect session too.
+Only the DataFrame API is used (streaming queries), no py4j.
 """
 
 from __future__ import annotations
