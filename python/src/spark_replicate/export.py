@@ -89,9 +89,8 @@ class _TableExport:
 
 def _replicate_message(failure: Exception) -> str:
     """The connector's own error line out of a streaming failure's text (which holds a stack trace)."""
-    text = str(failure)
-    lines = [line.strip() for line in text.splitlines() if "[REPLICATE_" in line]
-    return lines[0] if lines else text.strip().splitlines()[0] if text.strip() else repr(failure)
+    lines = [line.strip() for line in str(failure).splitlines() if line.strip()]
+    return next((line for line in lines if "[REPLICATE_" in line), lines[0] if lines else repr(failure))
 
 
 def export(spark: SparkSession, input_paths: Paths, output: str, schema_topic: Paths | None = None,
@@ -103,19 +102,17 @@ def export(spark: SparkSession, input_paths: Paths, output: str, schema_topic: P
     Without ``continuous`` each table's query runs with ``Trigger.AvailableNow`` (the files landed
     when it starts) and stops; with it, every table's query keeps running with a processing-time
     trigger of ``interval_seconds``, and tables whose metadata lands later get their own (looked
-    for as often), until ``should_stop()`` is true or the process is interrupted. ``log`` receives the result lines,
-    ``progress`` a line per step and per batch written.
+    for as often), until ``should_stop()`` is true or the process is interrupted. ``log`` receives
+    the result lines, ``progress`` a line per step and per batch written.
     """
     inputs, output = _path_list(input_paths), output.rstrip("/")
-    options = {} if mode is None else {"mode": mode}
-    if schema_topic is not None:
-        options["schemaTopic"] = ",".join(_path_list(schema_topic))
+    reading = {} if mode is None else {"mode": mode}
+    options = reading if schema_topic is None else {**reading, "schemaTopic": ",".join(_path_list(schema_topic))}
     metadata = _path_list(schema_topic) if schema_topic is not None else inputs
     exports: dict[str, _TableExport] = {}
 
     def new_tables() -> list[_TableExport]:
-        tables = [t for t in list_tables(spark, metadata, **({} if mode is None else {"mode": mode}))
-                  if t not in exports]
+        tables = [t for t in list_tables(spark, metadata, **reading) if t not in exports]
         trigger = {"processingTime": f"{interval_seconds} seconds"} if continuous else {"availableNow": True}
         for table in tables:
             exports[table] = _TableExport(spark, inputs, output, table, options, trigger)
