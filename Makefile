@@ -80,7 +80,8 @@ clean:
 
 # `make bench` measures the connector against spark-avro's from_avro, fastavro (mapInArrow and a
 # Python Data Source) and the floor on generated landing zones (cached in benchmarks/data/), then
-# scaling, memory, a CPU profile of the connector and the JVM decoder micro-benchmark; it writes
+# scaling, memory, a CPU profile of the connector, the JVM decoder micro-benchmark and the stream
+# (AvailableNow against the batch read, landing-to-sink latency); it writes
 # benchmarks/results.json and benchmarks/RESULTS.md. `make bench BENCH_ARGS=--quick` is a smoke
 # run; `python benchmarks/run.py --help` lists the other arguments. spark-avro is fetched from
 # Maven Central at the Spark version (or, if that release is missing there, the nearest earlier

@@ -28,6 +28,7 @@ TARGETS = {
     "connector_vs_from_avro": (">=", 1.5),
     "connector_vs_floor": ("<=", 2.0),
     "scaling_local1_to_local2": (">=", 1.7),
+    "streaming_available_now_vs_batch": ("<=", 1.15),
 }
 
 
@@ -263,8 +264,40 @@ def markdown(r: dict) -> str:
             lines.append(f"| {case['label']} | {case['ns_per_message']:.0f} | {case['bytes_per_message']:.0f} "
                          f"| {_fmt_int(round(1e9 / case['ns_per_message']))} |")
         lines += ["", mi["summary"], ""]
+    lines += streaming(r)
     lines += time_budget(r)
     return "\n".join(lines) + "\n"
+
+
+def streaming(r: dict) -> list[str]:
+    """The stream against the batch read, and its latency from landing to sink."""
+    st = r.get("streaming")
+    if not st:
+        return []
+    lat = st["latency"]
+    lines = [
+        f"## Streaming (profile {st['profile']}, {_fmt_int(st['messages'])} messages in {st['data_files']} files)",
+        "",
+        *([f"Measured alone by `{st['command']}` at commit `{st['git_commit'][:12]}`.", ""] if "command" in st else []),
+        "`spark.readStream.format(\"replicate\")` with the connector's options, `Trigger.AvailableNow`, into the "
+        "`noop` sink (a fresh checkpoint each round), against the batch read into `noop`, taking turns after a "
+        "warm-up; medians.",
+        "",
+        "| read | median s | rounds s |",
+        "|---|---:|---|",
+        f"| batch | {st['median_s']['batch']:.3f} | {_seconds(st['times_s']['batch'])} |",
+        f"| AvailableNow stream | {st['median_s']['available_now']:.3f} | {_seconds(st['times_s']['available_now'])} |",
+        "",
+        f"AvailableNow / batch: **{st['available_now_vs_batch']}** (target <= 1.15).",
+        "",
+        f"Latency: {lat['landings']} files landed one at a time (each one of the profile's files, "
+        f"{_fmt_int(lat['file_messages'])} messages, {lat['file_bytes'] / 1e6:.1f} MB, written under a `_`-name "
+        f"and renamed) into a folder a stream reads with a {lat['trigger']} processing-time trigger into a Parquet "
+        "sink; from the rename to the sink's commit of the batch holding it (its `_spark_metadata` entry): "
+        f"**median {lat['median_s']} s, p95 {lat['p95_s']} s** (all: {_seconds(lat['latencies_s'])}).",
+        "",
+    ]
+    return lines
 
 
 def time_budget(r: dict) -> list[str]:

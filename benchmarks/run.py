@@ -5,6 +5,7 @@ decoder micro-benchmark. Writes benchmarks/results.json and benchmarks/RESULTS.m
     python benchmarks/run.py                  # profile M at 2,000,000 messages, S and W too
     python benchmarks/run.py --quick          # a smoke run on small datasets
     python benchmarks/run.py --messages 500000 --profiles M
+    python benchmarks/run.py --only streaming --quick    # one step alone, merged into results.json
 
 Every contender's row count and checksum are compared with the connector's before anything is
 timed; a mismatch stops the run. Timings: one warm-up round (in the fresh JVMs that measure
@@ -442,6 +443,12 @@ def main() -> None:
     parser.add_argument("--skip-kafka", action="store_true")
     parser.add_argument("--only-kafka", action="store_true", help="the Kafka profile alone, on the headline "
                         "profile's data; prints its results and writes kafka-results.json under --data-dir")
+    parser.add_argument("--skip-streaming", action="store_true")
+    parser.add_argument("--streaming-landings", type=int, default=20,
+                        help="files landed one at a time to measure the stream's latency; default 20")
+    parser.add_argument("--only", choices=("streaming",),
+                        help="run only this step, on the first of --profiles, and merge its results into "
+                             "--out-dir's results.json (RESULTS.md is written again from it)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -452,6 +459,9 @@ def main() -> None:
     import report
 
     args.avro_jar = fetched_jar(args.spark_avro_jar, args.data_dir, "spark-avro_2.13-*.jar", "--spark-avro-jar")
+    if args.only:
+        run_only(args)
+        return
     if not args.skip_profile:
         args.profiler_jar = fetched_jar(args.async_profiler_jar, args.data_dir, "async-profiler-*.jar",
                                         "--async-profiler-jar (or --skip-profile)")
@@ -584,6 +594,11 @@ def main() -> None:
         results["cpu_profile"].update({"profile": headline, "collapsed_stacks": str(collapsed)})
         log(f"  {results['cpu_profile']['samples']:,} samples: {results['cpu_profile']['parts']} ({collapsed})")
 
+    if not args.skip_streaming:
+        log(f"streaming: AvailableNow and landing latency on {headline} ...")
+        results["streaming"] = streaming_step(args, ds)
+        results["ratios"]["streaming_available_now_vs_batch"] = results["streaming"]["available_now_vs_batch"]
+
     stop_sampling.set()
     results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results["environment"]["machine"]["load_1min_during_run"] = {
@@ -598,6 +613,43 @@ def main() -> None:
     log(f"wrote {out / 'results.json'} and {out / 'RESULTS.md'} in {results['elapsed_s']} s")
     for name, target in results["targets"].items():
         log(f"  {name}: {target['value']} (target {target['target']}) {'met' if target['met'] else 'MISSED'}")
+
+
+def streaming_step(args: argparse.Namespace, ds) -> dict:
+    """The streaming measurements in a session of their own."""
+    import streaming
+
+    spark = make_session("local[2]", args.avro_jar)
+    try:
+        return streaming.bench_streaming(spark, ds, args.runs, args.streaming_landings, page_in, log)
+    finally:
+        spark.stop()
+
+
+def run_only(args: argparse.Namespace) -> None:
+    """`--only streaming`: that step alone, its results merged into the existing results.json."""
+    from profiles import PROFILES, dataset
+    import report
+
+    name = args.profiles.split(",")[0].strip().upper()
+    args.runs = args.runs or (3 if args.quick else 5)
+    messages = args.messages or (QUICK_MESSAGES if args.quick else DEFAULT_MESSAGES)
+    ds = dataset(PROFILES[name], messages, args.seed, Path(args.data_dir), log)
+    log(f"streaming only: AvailableNow and landing latency on {name} ({messages:,} messages) ...")
+    step = streaming_step(args, ds)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stored = out / "results.json"
+    results = json.loads(stored.read_text()) if stored.exists() else {"ratios": {}}
+    results["streaming"] = step | {"command": " ".join(["python", "benchmarks/run.py"] + sys.argv[1:]),
+                                   "git_commit": environment(args.avro_jar)["git_commit"]}
+    results["ratios"]["streaming_available_now_vs_batch"] = step["available_now_vs_batch"]
+    if "environment" in results:
+        results["targets"] = report.targets(results)
+        (out / "RESULTS.md").write_text(report.markdown(results))
+    stored.write_text(json.dumps(results, indent=2) + "\n")
+    log(f"wrote {stored}" + (" and RESULTS.md" if "environment" in results else
+                             " (no full run there yet: RESULTS.md is written by a full run)"))
 
 
 if __name__ == "__main__":

@@ -1,18 +1,25 @@
-"""``spark_replicate.read_tables`` and the ``spark-replicate export`` command on a landing zone
-of five tables (one with three versions), landed one message per file so that files can be held
-back and "land" later."""
+"""``spark_replicate.read_tables`` and the ``spark-replicate export`` command (one streaming query
+per table, README "Every table") on a landing zone of five tables (one with three versions),
+landed one message per file so that files can be held back and "land" later."""
 
 from __future__ import annotations
 
-import json
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 import spark_replicate
-from conftest import assert_same_rows, collect_plain, evolving_tables, expected_rows, run_python
-from spark_replicate.export import ExportError, _Manifest, export
+from _streams import Landing
+from conftest import assert_same_rows, collect_plain, error_text, evolving_tables, expected_rows, run_python
+from spark_replicate.export import ExportError, export
 from spark_replicate.generate import ColumnDef, TableDef, default_tables, generate_landing_zone
 
 HELD_BACK_FROM = 12  # messages at this offset and later (per partition file) land later
@@ -69,19 +76,25 @@ def land(later: Path, places: list[Path]) -> None:
 
 
 def exported(spark, output: Path, table: str, columns: list[str]):
+    """A table's export as documented: its folder read with mergeSchema (older files lack later columns)."""
     return spark.read.option("mergeSchema", "true").parquet(str(output / table)).select(*columns)
 
 
-def assert_exports_equal_full_reads(spark, root: Path, output: Path) -> None:
-    """Every table's Parquet holds exactly the connector's flat read of the whole zone."""
+def assert_exports_equal_full_reads(spark, root: Path, output: Path, schema_topic: Path) -> None:
+    """Every table's Parquet holds exactly the connector's flat read of the whole zone, each row once."""
     assert sorted(p.name for p in output.iterdir() if not p.name.startswith("_")) == TABLES
     for table in TABLES:
-        full = spark_replicate.read(spark, str(root), schema_topic=str(root / "_schema"), table=table)
+        full = spark_replicate.read(spark, str(root), schema_topic=str(schema_topic), table=table)
         assert_same_rows(collect_plain(exported(spark, output, table, full.columns)), collect_plain(full))
 
 
-def manifest_files(output: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in (output / "_spark_replicate").iterdir()}
+def parquet_files(output: Path) -> set[str]:
+    return {str(p.relative_to(output)) for p in output.rglob("*.parquet")}
+
+
+def data_files(root: Path) -> int:
+    return sum(1 for topic in root.iterdir() if not topic.name.startswith("_") and topic.is_dir()
+               for _ in topic.iterdir())
 
 
 def test_read_tables_returns_every_table_typed_with_snake_case_options(spark, pristine):
@@ -100,56 +113,29 @@ def test_read_tables_returns_every_table_typed_with_snake_case_options(spark, pr
 
 
 def test_a_rerun_without_new_files_writes_nothing(spark, zone, tmp_path):
-    output = tmp_path / "out"
-    first = export(spark, str(zone), str(output), schema_topic=str(zone / "_schema"))
-    assert [(b.batch, b.redone) for b in first] == [(1, False)] and sorted(first[0].rows) == TABLES
-    assert_exports_equal_full_reads(spark, zone, output)
-    before = sorted(str(p.relative_to(output)) for p in output.rglob("*"))
-    manifest = manifest_files(output)
-    assert export(spark, str(zone), str(output), schema_topic=str(zone / "_schema")) == []
-    assert sorted(str(p.relative_to(output)) for p in output.rglob("*")) == before
-    assert manifest_files(output) == manifest
-    assert_exports_equal_full_reads(spark, zone, output)
+    output, lines = tmp_path / "out", []
+    first = export(spark, str(zone), str(output), schema_topic=str(zone / "_schema"), log=lines.append)
+    assert [r.table for r in first] == TABLES and all(r.files == data_files(zone) for r in first)
+    assert_exports_equal_full_reads(spark, zone, output, zone / "_schema")
+    assert lines == [f"{r.table}: {r.rows} row(s) written from {r.files} new input file(s)" for r in first]
+    before = parquet_files(output)
+    second = export(spark, str(zone), str(output), schema_topic=str(zone / "_schema"), log=lines.append)
+    assert all(r.files == r.rows == 0 for r in second) and lines[-1].endswith("nothing written")
+    assert parquet_files(output) == before
 
 
-def test_new_files_are_appended_once_with_metadata_from_all_input(spark, zone, tmp_path):
-    """No schema topic: the metadata of the later files' tables was landed with the first files."""
+def test_new_files_are_exported_once_with_metadata_from_the_input(spark, zone, tmp_path):
+    """No schema topic: each table's stream finds the metadata among the data files."""
     output, later = tmp_path / "out", tmp_path / "later"
     places = hold_back(zone, later)
     first = export(spark, str(zone), str(output))
     land(later, places)
     second = export(spark, str(zone), str(output))
-    assert [b.batch for b in second] == [2] and second[0].files == len(places)
-    # Batch 2 holds exactly the rows of the files that landed later.
-    for table in TABLES:
-        new_rows = spark_replicate.read(spark, [str(p) for p in places], schema_topic=str(zone / "_schema"),
-                                        table=table)
-        batch = exported(spark, output, table, new_rows.columns + ["export_batch"])
-        assert_same_rows(collect_plain(batch.where("export_batch = 2").drop("export_batch")), collect_plain(new_rows))
-        assert first[0].rows[table] + second[0].rows[table] == batch.count()
-    assert_exports_equal_full_reads(spark, zone, output)
-    assert export(spark, str(zone), str(output)) == []
-
-
-def test_an_interrupted_batch_is_written_again_with_exactly_its_files(spark, zone, tmp_path):
-    output, later = tmp_path / "out", tmp_path / "later"
-    places = hold_back(zone, later)
-    export(spark, str(zone), str(output), schema_topic=str(zone / "_schema"))
-    # A run begins batch 2 with the landed files, writes part of one table's rows, and dies.
-    land(later, places[:len(places) // 2])
-    manifest = _Manifest(spark, str(output))
-    landed = {str(p) for p in places[:len(places) // 2]}
-    pending = [f for f in manifest.list_input([str(zone)]) if f.path.removeprefix("file:") in landed]
-    manifest.begin(2, pending)
-    partial = spark_replicate.read(spark, [f.path for f in pending], schema_topic=str(zone / "_schema"),
-                                   table="SALES.ORDERS")
-    partial.limit(3).write.parquet(manifest.table_dir("SALES.ORDERS", 2))
-    # More files land before the rerun: they make batch 3, not part of the interrupted batch 2.
-    land(later, places[len(places) // 2:])
-    results = export(spark, str(zone), str(output), schema_topic=str(zone / "_schema"))
-    assert [(b.batch, b.files, b.redone) for b in results] == [
-        (2, len(pending), True), (3, len(places) - len(pending), False)]
-    assert_exports_equal_full_reads(spark, zone, output)
+    assert all(r.files == len(places) for r in second)
+    for before, after in zip(first, second):
+        assert before.rows + after.rows == spark.read.parquet(str(output / before.table)).count()
+    assert_exports_equal_full_reads(spark, zone, output, zone / "_schema")
+    assert all(r.files == 0 for r in export(spark, str(zone), str(output)))
 
 
 def test_an_exported_file_that_changed_is_an_error_naming_it(spark, zone, tmp_path):
@@ -157,28 +143,101 @@ def test_an_exported_file_that_changed_is_an_error_naming_it(spark, zone, tmp_pa
     export(spark, str(zone), str(output), schema_topic=str(zone / "_schema"))
     changed = sorted((zone / "crm").iterdir())[0]
     changed.write_bytes(changed.read_bytes() + b"\x00")
-    with pytest.raises(ExportError, match=changed.name):
+    with pytest.raises(ExportError, match="REPLICATE_FILE_CHANGED") as failure:
         export(spark, str(zone), str(output), schema_topic=str(zone / "_schema"))
+    assert changed.name in error_text(failure.value)
 
 
-def test_the_export_command(zone, tmp_path):
-    """The installed command in a fresh process, run twice: the second run writes nothing."""
+EXPORT = """
+    import sys
+    from spark_replicate.cli import main
+    sys.exit(main(["export", *{args!r}, "--master", "local[2]"]))
+"""
+
+
+def export_process(args: list[str], log: Path) -> subprocess.Popen:
+    """The installed command in a process group of its own, so that SIGKILL takes its JVM with it."""
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-c", textwrap.dedent(EXPORT.format(args=args))], stdout=out,
+                                stderr=subprocess.STDOUT, env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+                                start_new_session=True)
+
+
+def batch_in_flight(checkpoints: Path) -> bool:
+    """Some table's query has planned a batch (in its offset log) and not committed it."""
+    def batches(folder: Path) -> set[str]:
+        return {p.name for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
+    return any(batches(c / "offsets") - batches(c / "commits") for c in checkpoints.glob("*"))
+
+
+@pytest.mark.slow
+def test_an_export_killed_mid_batch_is_redone_exactly_by_the_next_run(spark, zone, tmp_path):
     output = tmp_path / "out"
+    args = [str(zone), "--output", str(output), "--schema-topic", str(zone / "_schema"), "--mode", "dropmalformed"]
+    killed = export_process(args, tmp_path / "killed.log")
+    try:
+        deadline = time.monotonic() + 180
+        while not batch_in_flight(output / "_spark_replicate" / "checkpoints"):
+            assert killed.poll() is None, (tmp_path / "killed.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, "the export planned no batch in time"
+            time.sleep(0.01)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait(timeout=30)
+
+    # The installed command, twice in one fresh process: the first run finishes the job, the second has nothing to do.
     result = run_python(f"""
         from spark_replicate.cli import main
-        args = [{str(zone)!r}, "--output", {str(output)!r}, "--schema-topic", {str(zone / "_schema")!r},
-                "--mode", "dropmalformed", "--master", "local[2]"]
+        args = {args!r} + ["--master", "local[2]"]
         assert main(["export"] + args) == 0
         print("SECOND RUN")
         assert main(["export"] + args) == 0
         """, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     first, second = result.stdout.split("SECOND RUN")
-    assert "batch 1:" in first and all(f"  {t}: " in first for t in TABLES)
-    assert "nothing written" in second and "batch" not in second
-    # Progress goes to stderr, one line per table of the batch; stdout keeps only the results.
-    assert all(f"spark-replicate export: batch 1 (" in line for line in result.stderr.splitlines() if "writing" in line)
-    assert all(f"writing {t} (" in result.stderr for t in TABLES) and "spark-replicate export:" not in result.stdout
-    done = json.loads((output / "_spark_replicate" / "batch-000001.done.json").read_text())
-    assert sorted(done["rows"]) == TABLES and sum(done["rows"].values()) == sum(
-        int(line.rsplit(": ", 1)[1].split()[0]) for line in first.splitlines() if line.startswith("  "))
+    assert all(f"{t}: " in first for t in TABLES) and "nothing written" in second
+    # Progress goes to stderr, one line per table; stdout keeps only the results.
+    assert all(f"spark-replicate export: exporting {t} (" in result.stderr for t in TABLES)
+    assert "spark-replicate export:" not in result.stdout
+    assert_exports_equal_full_reads(spark, zone, output, zone / "_schema")
+
+
+@pytest.fixture
+def growing(pristine, tmp_path) -> Landing:
+    return Landing(pristine, tmp_path / "landing")
+
+
+@pytest.mark.slow
+def test_continuous_export_picks_up_new_files_and_new_columns_until_stopped(spark, pristine, growing, tmp_path):
+    items = pristine.messages_for("INV.ITEMS")
+    others = [m for m in pristine.messages if m.table != "INV.ITEMS"]
+    growing.land_messages([m for m in items if m.table_version == 1] + others[:40])
+    output = tmp_path / "out"
+    args = [str(growing.root), "--output", str(output), "--schema-topic", str(growing.schema_topic),
+            "--continuous", "--interval", "1"]
+    running = export_process(args, tmp_path / "continuous.log")
+
+    def exported_all(counts: dict[str, int]) -> bool:
+        """Each table's sink has committed files holding its count of rows."""
+        return all(any((output / t).glob("*.parquet")) and spark.read.parquet(str(output / t)).count() == n
+                   for t, n in counts.items())
+
+    def wait_for(counts: dict[str, int]) -> None:
+        deadline = time.monotonic() + 150
+        while not exported_all(counts):
+            assert running.poll() is None, (tmp_path / "continuous.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, (tmp_path / "continuous.log").read_text()[-4000:]
+            time.sleep(1)
+    try:
+        wait_for({"INV.ITEMS": sum(1 for m in items if m.table_version == 1)})
+        # Versions 2 and 3 of INV.ITEMS add columns: its query stops and is started again with them.
+        growing.land_messages([m for m in items if m.table_version > 1] + others[40:])
+        wait_for({t: len(pristine.messages_for(t)) for t in TABLES})
+    finally:
+        running.send_signal(signal.SIGTERM)  # to the command alone: it stops its queries and exits
+        code = running.wait(timeout=60)
+    log = (tmp_path / "continuous.log").read_text()
+    assert code == 0, log[-4000:]
+    assert re.search(r"INV\.ITEMS: \d+ row\(s\) written from \d+ new input file\(s\) \(restarted [12] time", log), log
+    assert_exports_equal_full_reads(spark, growing.root, output, growing.schema_topic)
+    assert {"COLOR", "RATING"} <= set(exported(spark, output, "INV.ITEMS", ["*"]).columns)

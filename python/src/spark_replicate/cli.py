@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from spark_replicate import generate
@@ -122,10 +124,15 @@ def _show_current_state(spark, zone: generate.LandingZone, changes, table: str) 
 def _run_export(args: argparse.Namespace) -> int:
     from spark_replicate.export import ExportError, export
 
+    stop = threading.Event()
+    if args.continuous:  # SIGINT (Ctrl-C) or SIGTERM: stop each table's query between batches, exit 0
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
     spark = _session("export", args.master)
     try:
         export(spark, args.input, args.output, schema_topic=args.schema_topic, mode=args.mode,
-               progress=_progress("export"))
+               continuous=args.continuous, interval_seconds=args.interval, progress=_progress("export"),
+               should_stop=stop.is_set)
         return 0
     except ExportError as e:
         print(f"spark-replicate export: {e}", file=sys.stderr)
@@ -199,12 +206,17 @@ def main(argv: list[str] | None = None) -> int:
     demo.set_defaults(run=_run_demo)
 
     export = commands.add_parser(
-        "export", help="write every table as Parquet under DIR/<SCHEMA.TABLE>/; reruns append only new input files",
-        description="Writes each table of the landed topic(s) as Parquet under DIR/<SCHEMA.TABLE>/export_batch=<n>/. "
-                    "A rerun exports only the input files no earlier run exported, and first completes a run "
-                    "that was interrupted; the manifest is kept under DIR/_spark_replicate/.")
+        "export", help="write every table as Parquet under DIR/<SCHEMA.TABLE>/; reruns export only new input files",
+        description="Writes each table of the landed topic(s) as Parquet under DIR/<SCHEMA.TABLE>/, one streaming "
+                    "query per table whose checkpoint is kept under DIR/_spark_replicate/checkpoints/: a rerun "
+                    "exports only the input files landed since, and redoes exactly what an interrupted run left "
+                    "undone. A table that gains columns is restarted with them.")
     _add_landing_arguments(export)
     export.add_argument("--output", required=True, metavar="DIR")
+    export.add_argument("--continuous", action="store_true",
+                        help="keep running: export new files every --interval seconds until SIGINT or SIGTERM")
+    export.add_argument("--interval", type=float, default=60, metavar="SECONDS",
+                        help="with --continuous, seconds between triggers (default 60)")
     export.set_defaults(run=_run_export)
 
     apply = commands.add_parser(

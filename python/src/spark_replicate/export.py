@@ -1,182 +1,175 @@
-"""Export every table of a landed Replicate topic as Parquet, appending only new input on reruns.
+"""Export every table of a landed Replicate topic as Parquet, one streaming query per table.
 
 Layout of the output directory ``DIR``:
 
-- ``DIR/<SCHEMA.TABLE>/export_batch=<n>/``: the rows of batch ``n`` of that table (Parquet);
-- ``DIR/_spark_replicate/batch-<n>.json``: batch ``n``'s exact input files (path, length,
-  modification time), written before any of its data;
-- ``DIR/_spark_replicate/batch-<n>.done.json``: written once every table of batch ``n`` is.
+- ``DIR/<SCHEMA.TABLE>/``: the table's rows, a Parquet file sink (its ``_spark_metadata`` log
+  lists the files of committed batches, which is what ``spark.read.parquet`` of the folder reads);
+- ``DIR/_spark_replicate/checkpoints/<SCHEMA.TABLE>/``: that table's streaming checkpoint (the
+  input files each batch took, and the batches committed).
 
-A run first writes again every batch that has no done marker (an interrupted run), with exactly
-its recorded files; each batch overwrites only its own ``export_batch=<n>`` directories, so an
-interrupted batch leaves no duplicates. Then the input files that no batch holds make a new
-batch. The manifest and the listing go through Hadoop's FileSystem (local and remote paths
-alike), and input files are listed as the connector lists them.
+Each table is a flat ``spark.readStream.format("replicate")`` query with that checkpoint, so a
+rerun exports only the files landed since, once, and a run that died part-way is redone exactly
+by the next (README "Streaming"). A table whose new version adds columns stops its query with
+``REPLICATE_SCHEMA_CHANGED``; the query is started again from its checkpoint, with the columns.
+Only the DataFrame API is used (streaming queries), no py4j.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import dataclass
 from typing import Callable
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
-from spark_replicate.session import Paths, _path_list, last_read_metrics, read, read_tables
+from spark_replicate.session import Paths, _path_list, list_tables
 
-MANIFEST_DIR = "_spark_replicate"
-BATCH_COLUMN = "export_batch"
-_BATCH_FILE = re.compile(r"^batch-(\d+)(\.done)?\.json$")
+STATE_DIR = "_spark_replicate"
+SCHEMA_CHANGED = "REPLICATE_SCHEMA_CHANGED"
 
 
 class ExportError(Exception):
-    """The export cannot go on safely; the message says which file and what to do."""
-
-
-@dataclass(frozen=True)
-class InputFile:
-    path: str
-    length: int
-    modification_time: int
+    """The export cannot go on; the message says which table, why, and what to do."""
 
 
 @dataclass
-class BatchResult:
-    batch: int
-    files: int
-    rows: dict[str, int]
-    redone: bool
+class TableResult:
+    table: str
+    files: int = 0
+    rows: int = 0
+    restarts: int = 0
 
 
-class _Manifest:
-    """``DIR/_spark_replicate`` through the JVM's Hadoop FileSystem. Every file is written under a
-    hidden temporary name and renamed into place, so a crash never leaves a half-written entry."""
+class _TableExport:
+    """One table's streaming query, started again from its checkpoint when its schema changed."""
 
-    def __init__(self, spark: SparkSession, output: str):
-        self._jvm = spark._jvm
-        self._conf = spark._jsc.hadoopConfiguration()
-        self.output = self._jvm.org.apache.hadoop.fs.Path(output)
-        self._dir = self._jvm.org.apache.hadoop.fs.Path(self.output, MANIFEST_DIR)
-        self._fs = self._dir.getFileSystem(self._conf)
+    def __init__(self, spark: SparkSession, inputs: list[str], output: str, table: str, options: dict[str, str],
+                 trigger: dict[str, object]):
+        self.spark, self.inputs, self.table, self.options, self.trigger = spark, inputs, table, options, trigger
+        self.path = f"{output}/{table}"
+        self.checkpoint = f"{output}/{STATE_DIR}/checkpoints/{table}"
+        self.result = TableResult(table)
+        self.query: StreamingQuery | None = None
+        self._counted = -1  # the last batch added to the result (batch ids go on across restarts)
+        self._last_change = ""
 
-    def batches(self) -> tuple[dict[int, list[InputFile]], set[int]]:
-        """(batch id -> its input files, ids of the batches marked done)."""
-        files, done = {}, set()
-        if not self._fs.exists(self._dir):
-            return files, done
-        for status in self._fs.listStatus(self._dir):
-            match = _BATCH_FILE.match(status.getPath().getName())
-            if match and match.group(2):
-                done.add(int(match.group(1)))
-            elif match:
-                entry = json.loads(self._read(status.getPath()))
-                files[int(match.group(1))] = [InputFile(**f) for f in entry["files"]]
-        return files, done
+    def start(self) -> None:
+        # `paths` as spark.read.load(list) sets it: a stream's load() takes one path only.
+        df = (self.spark.readStream.format("replicate").options(**self.options).option("table", self.table)
+              .option("layout", "flat").option("paths", json.dumps(self.inputs)).load())
+        self.query = (df.writeStream.format("parquet").option("path", self.path)
+                      .option("checkpointLocation", self.checkpoint).trigger(**self.trigger)
+                      .queryName(f"spark-replicate export {self.table}").start())
 
-    def begin(self, batch: int, files: list[InputFile]) -> None:
-        self._write(f"batch-{batch:06d}.json", {"batch": batch, "files": [asdict(f) for f in files]})
+    def count_progress(self) -> list[tuple[int, int]]:
+        """(files, rows) of each batch finished since the last call, added to the result."""
+        batches = []
+        for report in self.query.recentProgress:
+            files, rows = int(report["sources"][0]["metrics"].get("filesRead", 0)), report["numInputRows"]
+            if report["batchId"] > self._counted and (files or rows):
+                self._counted = report["batchId"]
+                self.result.files += files
+                self.result.rows += rows
+                batches.append((files, rows))
+        return batches
 
-    def finish(self, batch: int, rows: dict[str, int]) -> None:
-        self._write(f"batch-{batch:06d}.done.json", {"batch": batch, "rows": rows})
+    def restart_after(self, failure: Exception) -> None:
+        """Starts the query again when ``failure`` is a schema change; any other failure ends the export."""
+        message = _replicate_message(failure)
+        if SCHEMA_CHANGED not in message:
+            raise ExportError(f"{self.table}: {message}") from failure
+        if message == self._last_change:  # the restart did not pick the columns up: it would loop
+            raise ExportError(f"{self.table}: {message}") from failure
+        self._last_change = message
+        self.result.restarts += 1
+        self.start()
 
-    def table_dir(self, table: str, batch: int) -> str:
-        return self._jvm.org.apache.hadoop.fs.Path(self.output, f"{table}/{BATCH_COLUMN}={batch}").toString()
 
-    def list_input(self, paths: list[str]) -> list[InputFile]:
-        listed = self._jvm.io.sparkreplicate.files.LandingFiles.listJava(paths, self._conf)
-        return [InputFile(s.getPath().toString(), s.getLen(), s.getModificationTime()) for s in listed]
-
-    def _read(self, path) -> str:
-        stream = self._fs.open(path)
-        try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)).decode("utf-8")
-        finally:
-            stream.close()
-
-    def _write(self, name: str, value: dict) -> None:
-        Path = self._jvm.org.apache.hadoop.fs.Path
-        target, temporary = Path(self._dir, name), Path(self._dir, f".{name}.tmp")
-        stream = self._fs.create(temporary, True)
-        try:
-            stream.write(bytearray(json.dumps(value, indent=1).encode("utf-8")))
-        finally:
-            stream.close()
-        if not self._fs.rename(temporary, target):
-            raise ExportError(f"could not rename {temporary} to {target}: does it exist already? "
-                              "Two exports into one output directory at the same time are not supported")
+def _replicate_message(failure: Exception) -> str:
+    """The connector's own error line out of a streaming failure's text (which holds a stack trace)."""
+    lines = [line.strip() for line in str(failure).splitlines() if line.strip()]
+    return next((line for line in lines if "[REPLICATE_" in line), lines[0] if lines else repr(failure))
 
 
 def export(spark: SparkSession, input_paths: Paths, output: str, schema_topic: Paths | None = None,
-           mode: str | None = None, log: Callable[[str], None] = print,
-           progress: Callable[[str], None] = lambda line: None) -> list[BatchResult]:
-    """Writes the tables of the input files no earlier run exported (see the module's doc).
+           mode: str | None = None, continuous: bool = False, interval_seconds: float = 60,
+           log: Callable[[str], None] = print, progress: Callable[[str], None] = lambda line: None,
+           should_stop: Callable[[], bool] = lambda: False) -> list[TableResult]:
+    """Exports the input files no earlier run exported, every table (see the module's doc).
 
-    Without ``schema_topic`` the metadata comes from the metadata messages of all the input files,
-    exported or not, since a table's metadata is usually announced once, long before later data.
-    ``log`` receives the result lines; ``progress`` a line as each step starts.
+    Without ``continuous`` each table's query runs with ``Trigger.AvailableNow`` (the files landed
+    when it starts) and stops; with it, every table's query keeps running with a processing-time
+    trigger of ``interval_seconds``, and tables whose metadata lands later get their own (looked
+    for as often), until ``should_stop()`` is true or the process is interrupted. ``log`` receives
+    the result lines, ``progress`` a line per step and per batch written.
     """
-    manifest = _Manifest(spark, output)
-    inputs = _path_list(input_paths)
-    progress(f"listing {', '.join(inputs)}")
-    listed = {f.path: f for f in manifest.list_input(inputs)}
-    recorded, done = manifest.batches()
-    for batch in sorted(recorded):
-        _check_unchanged(recorded[batch], listed, interrupted=batch not in done)
-    interrupted = sorted(set(recorded) - done)
-    exported = {f.path for files in recorded.values() for f in files}
-    new = [f for path, f in sorted(listed.items()) if path not in exported]
-    if not interrupted and not new:
-        log(f"no new input files in {', '.join(inputs)}: nothing written")
-        return []
-    options = {} if mode is None else {"mode": mode}
-    progress(f"metadata of {', '.join(_path_list(schema_topic if schema_topic is not None else inputs))}")
-    metadata = schema_topic if schema_topic is not None else _metadata_files(spark, inputs, options)
-    results = [_write_batch(spark, manifest, batch, recorded[batch], metadata, options, progress, redone=True)
-               for batch in interrupted]
-    if new:
-        batch = max(recorded, default=0) + 1
-        manifest.begin(batch, new)
-        results.append(_write_batch(spark, manifest, batch, new, metadata, options, progress, redone=False))
-    for result in results:
-        log(f"batch {result.batch}: {result.files} input file(s)"
-            f"{' (written again: the run that began it was interrupted)' if result.redone else ''}")
-        for table, rows in sorted(result.rows.items()):
-            log(f"  {table}: {rows} row(s) written")
+    inputs, output = _path_list(input_paths), output.rstrip("/")
+    reading = {} if mode is None else {"mode": mode}
+    options = reading if schema_topic is None else {**reading, "schemaTopic": ",".join(_path_list(schema_topic))}
+    metadata = _path_list(schema_topic) if schema_topic is not None else inputs
+    exports: dict[str, _TableExport] = {}
+
+    def new_tables() -> list[_TableExport]:
+        tables = [t for t in list_tables(spark, metadata, **reading) if t not in exports]
+        trigger = {"processingTime": f"{interval_seconds} seconds"} if continuous else {"availableNow": True}
+        for table in tables:
+            exports[table] = _TableExport(spark, inputs, output, table, options, trigger)
+        return [exports[t] for t in tables]
+
+    progress(f"listing the tables of {', '.join(metadata)}")
+    if not new_tables():
+        raise ExportError(f"no metadata (MD) message was found in {', '.join(metadata)}; pass --schema-topic "
+                          "with the landed topic that holds Replicate's metadata messages")
+    try:
+        _supervise(exports, new_tables if continuous else None, interval_seconds, progress, should_stop)
+    finally:
+        for table in exports.values():
+            if table.query is not None and table.query.isActive:
+                table.query.stop()
+    results = [exports[name].result for name in sorted(exports)]
+    _log_results(results, inputs, log)
     return results
 
 
-def _check_unchanged(files: list[InputFile], listed: dict[str, InputFile], interrupted: bool) -> None:
-    """An exported file must not have changed; a file of an interrupted batch must still be there.
-    (A fully exported file that is gone is fine: landing zones expire old files.)"""
-    for f in files:
-        now = listed.get(f.path)
-        if now is None and interrupted:
-            raise ExportError(f"{f.path} belongs to an interrupted export batch but is no longer listed; "
-                              "restore it, or remove that batch's entry from the manifest and its directories")
-        if now is not None and now.length != f.length:
-            raise ExportError(f"{f.path} was exported with {f.length} bytes but now has {now.length}: landed "
-                              "files must not change once written. Re-export into a new output directory")
+def _supervise(exports: dict[str, _TableExport], new_tables: Callable[[], list[_TableExport]] | None,
+               interval_seconds: float, progress: Callable[[str], None], should_stop: Callable[[], bool]) -> None:
+    """Runs every table's query at once, restarting those whose schema changed, until all have
+    stopped (``Trigger.AvailableNow``), or with ``new_tables`` (continuous) until ``should_stop()``,
+    starting the queries of the tables it finds every ``interval_seconds``."""
+    for number, table in enumerate(exports.values(), 1):
+        progress(f"exporting {table.table} ({number} of {len(exports)})")
+        table.start()
+    listed = time.monotonic()
+    try:
+        while not should_stop():
+            for table in exports.values():
+                active = table.query.isActive  # before its progress is counted: a stopped query's is all there
+                for files, rows in table.count_progress():
+                    progress(f"{table.table}: {rows} row(s) written from {files} new input file(s)")
+                if not active:
+                    failure = table.query.exception()
+                    if failure is not None:
+                        table.restart_after(failure)
+                    elif new_tables is not None:
+                        raise ExportError(f"{table.table}: its query stopped; run the export again")
+            if new_tables is None and not any(t.query.isActive for t in exports.values()):
+                return
+            if new_tables is not None and time.monotonic() - listed >= interval_seconds:
+                listed = time.monotonic()
+                for table in new_tables():
+                    progress(f"new table {table.table}: exporting it")
+                    table.start()
+            time.sleep(min(0.5, interval_seconds))
+    except KeyboardInterrupt:
+        progress("interrupted: stopping every table's query (what they committed stays exported)")
 
 
-def _metadata_files(spark: SparkSession, inputs: list[str], options: dict) -> list[str]:
-    """The input files holding metadata messages, found through the metadata view."""
-    view = read(spark, inputs, messages="metadata", include_source=True, **options)
-    rows = view.where("schema_id IS NOT NULL").select("header__source.file").distinct().collect()
-    if not rows:
-        raise ExportError(f"no metadata (MD) message was found in {', '.join(inputs)}; pass --schema-topic "
-                          "with the landed topic that holds Replicate's metadata messages")
-    return sorted(row.file for row in rows)
-
-
-def _write_batch(spark: SparkSession, manifest: _Manifest, batch: int, files: list[InputFile],
-                 metadata: Paths, options: dict, progress: Callable[[str], None], redone: bool) -> BatchResult:
-    tables = read_tables(spark, [f.path for f in files], schema_topic=metadata, **options)
-    rows = {}
-    for number, (table, df) in enumerate(tables.items(), 1):
-        progress(f"batch {batch} ({len(files)} input file(s)): writing {table} ({number} of {len(tables)})")
-        df.write.mode("overwrite").parquet(manifest.table_dir(table, batch))
-        # Every row the read returned was written: its metrics count them without reading the Parquet back.
-        rows[table] = last_read_metrics(spark)["rowsReturned"]
-    manifest.finish(batch, rows)
-    return BatchResult(batch, len(files), rows, redone)
+def _log_results(results: list[TableResult], inputs: list[str], log: Callable[[str], None]) -> None:
+    if not any(r.files for r in results):
+        log(f"no new input files in {', '.join(inputs)}: nothing written")
+        return
+    for r in results:
+        restarted = f" (restarted {r.restarts} time(s) for new columns)" if r.restarts else ""
+        log(f"{r.table}: {r.rows} row(s) written from {r.files} new input file(s){restarted}")

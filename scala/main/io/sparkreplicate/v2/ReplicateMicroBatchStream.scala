@@ -12,9 +12,10 @@ import org.apache.spark.sql.types.StructType
 
 import io.sparkreplicate.ReplicateException
 import io.sparkreplicate.catalyst.{MessageFilter, StreamSchema}
+import io.sparkreplicate.codec.SchemaRegistry
 import io.sparkreplicate.files.{FilePlan, FilePlanner, SerializableConfiguration}
 import io.sparkreplicate.sql.SessionBinding
-import io.sparkreplicate.streaming.{Admission, FileLog, LandingStream, StreamOptions}
+import io.sparkreplicate.streaming.{Admission, FileLog, LandingStream, StreamBatch, StreamOptions}
 
 /**
  * `spark.readStream.format("replicate")`: micro-batches of the files landed since the last one
@@ -69,14 +70,24 @@ final class ReplicateMicroBatchStream(started: FilePlan, options: Map[String, St
 
   private def plan(from: Long, to: Long): PlannedBatch = {
     val batch = landing.batch(from, to)
-    val query = StreamSchema.forBatch(started.query, started.registry, batch.registry)
+    val registry = knownTo(batch)
+    val query = StreamSchema.forBatch(started.query, started.registry, registry)
     // A message whose metadata lands after the batch was planned waits for it (`metadataWait`).
-    val spec = query.rowSpec(batch.registry, required, filter, FilePlanner.refresh(started.options, decode.limits, conf))
+    val spec = query.rowSpec(registry, required, filter, FilePlanner.refresh(started.options, decode.limits, conf))
     val counters = ScanCounters(spark.sparkContext)
-    val partitions = FilePlanner.dataSplits(FilePlan(query, started.options, batch.files, batch.registry), conf,
+    val partitions = FilePlanner.dataSplits(FilePlan(query, started.options, batch.files, registry), conf,
       SessionBinding.splitPlanner(spark)).map(splits => ReplicateStreamPartition(splits.toArray, spec))
     PlannedBatch(from, to, partitions.toArray, batch.files.size, batch.files.map(_.getLen).sum, counters)
   }
+
+  /**
+   * The metadata the batch logged, and the query's own (read when it started): a batch planned
+   * again after a restart then knows a version whose metadata landed after its first run, which
+   * failed for want of it, and decodes its messages with no wait. Each message is still decoded
+   * only with its own version's schema, found by its schema id.
+   */
+  private def knownTo(batch: StreamBatch): SchemaRegistry =
+    SchemaRegistry.build(batch.registry.versions.values ++ started.registry.versions.values, batch.registry.origins)
 
   /** Spark plans a batch's partitions before its reader factory, and may ask for both several times. */
   override def createReaderFactory(): PartitionReaderFactory = new ReplicateStreamReaderFactory(
