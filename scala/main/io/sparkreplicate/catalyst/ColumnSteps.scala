@@ -75,17 +75,26 @@ private[catalyst] object ColumnStep {
     def apply(in: SliceDecoder): Unit = if (present(in)) row.setBoolean(o, in.readBoolean())
   }
 
-  /** A string as it is: a UTF8String over the message's own bytes, validated where they lie. */
+  /** A string as it is: the message's own bytes, validated where they lie, in the row's [[StringSlot]]. */
   final class Utf8Value(row: InternalRow, o: Int, nullIndex: Int, name: String) extends ColumnStep(row, o, nullIndex, name) {
-    def apply(in: SliceDecoder): Unit = if (present(in)) row.update(o, ValueWriters.utf8(in, name))
+    private val slot = StringSlot.of(row, o)
+    def apply(in: SliceDecoder): Unit = if (present(in)) {
+      in.readSlice()
+      ValueWriters.checkUtf8(in.array, in.sliceStart, in.sliceLength, name)
+      slot.set(in.array, in.sliceStart, in.sliceLength)
+    }
   }
 
   /** CDC-only header strings are empty on full-load (REFRESH) rows: surfaced as null. */
   final class EmptyAsNull(row: InternalRow, o: Int, nullIndex: Int, name: String) extends ColumnStep(row, o, nullIndex, name) {
+    private val slot = StringSlot.of(row, o)
     def apply(in: SliceDecoder): Unit = if (present(in)) {
       in.readSlice()
       if (in.sliceLength == 0) row.setNullAt(o)
-      else row.update(o, ValueWriters.validUtf8(in.array, in.sliceStart, in.sliceLength, name))
+      else {
+        ValueWriters.checkUtf8(in.array, in.sliceStart, in.sliceLength, name)
+        slot.set(in.array, in.sliceStart, in.sliceLength)
+      }
     }
   }
 

@@ -21,7 +21,7 @@ import io.sparkreplicate.{Redaction, ReplicateException}
  * row writer, whatever row it reads from.
  */
 class ReaderRow(val required: StructType, corruptColumn: String) {
-  val row = new SpecificInternalRow(required.fields.map(_.dataType).toIndexedSeq)
+  val row: SpecificInternalRow = StringSlot.row(required.fields.map(_.dataType).toIndexedSeq)
 
   def slot(name: String): Int = required.fieldNames.indexOf(name)
 
@@ -64,8 +64,8 @@ final class OutputRow(required: StructType, val layout: TableLayout, corruptColu
   val beforeSlot: Int = slot(OutputColumns.BeforeImage)
   val beforeType: StructType =
     if (beforeSlot < 0) new StructType() else required(beforeSlot).dataType.asInstanceOf[StructType]
-  val before = new SpecificInternalRow(beforeType.fields.map(_.dataType).toIndexedSeq)
-  val beforeColumns = new SpecificInternalRow(layout.columns.map(_.dataType))
+  val before: SpecificInternalRow = StringSlot.row(beforeType.fields.map(_.dataType).toIndexedSeq)
+  val beforeColumns: SpecificInternalRow = StringSlot.row(layout.columns.map(_.dataType))
 
   /** Copies the table columns of `beforeColumns` into the row image, the rare `data` = null case. */
   def beforeColumnsAsImage(): Unit = copyColumns(beforeColumns, row, columnSlots)

@@ -8,7 +8,6 @@ import org.apache.avro.{LogicalTypes, Schema}
 import org.apache.avro.Schema.Type._
 import org.apache.avro.io.Decoder
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -54,7 +53,7 @@ private[catalyst] object ValueWriters {
     val nulls = nullIndex(writer, column.name)
     if (natural == target) value(avro, target, row, ordinal, nulls, origin)
     else {
-      val scratch = new SpecificInternalRow(Seq(natural))
+      val scratch = StringSlot.row(Seq(natural))
       val read = value(avro, natural, scratch, 0, -1, origin)
       new Widened(row, ordinal, nulls, column.name, read, scratch, Widening.converter(natural, target, typing, column.name))
     }
@@ -160,20 +159,12 @@ private[catalyst] object ValueWriters {
   def readBinary(in: SliceDecoder, fixedSize: Int): Unit = if (fixedSize < 0) in.readSlice() else in.readFixedSlice(fixedSize)
 
   /**
-   * Reads a string as a UTF8String over the message's own bytes, without a copy: the row is copied
-   * by Spark before the next message. Avro decoders do not check UTF-8; a string that is not valid
-   * UTF-8 is malformed, never replaced.
+   * Avro decoders do not check UTF-8; a string that is not valid UTF-8 is malformed, never
+   * replaced. Checked where the bytes lie, which the row then points at (see [[StringSlot]]).
    */
-  def utf8(in: SliceDecoder, name: String): UTF8String = {
-    in.readSlice()
-    validUtf8(in.array, in.sliceStart, in.sliceLength, name)
-  }
-
-  def validUtf8(bytes: Array[Byte], offset: Int, length: Int, name: String): UTF8String = {
+  def checkUtf8(bytes: Array[Byte], offset: Int, length: Int, name: String): Unit =
     if (!Utf8Validator.isValid(bytes, offset, length)) throw new MalformedMessageException(ErrorId.InvalidUtf8,
       s"field `$name` is not valid UTF-8")
-    UTF8String.fromBytes(bytes, offset, length)
-  }
 
   def enumIndex(in: Decoder, symbols: Int, name: String): Int = {
     val i = in.readEnum()
