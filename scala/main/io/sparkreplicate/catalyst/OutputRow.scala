@@ -12,7 +12,8 @@ import io.sparkreplicate.{Redaction, ReplicateException}
  * it (-1 when the query did not select the column, so nothing is decoded for it). The row is
  * reused: Spark copies it into an UnsafeRow before asking for the next one.
  *
- * A plain SpecificInternalRow, although other row forms were measured (profile M, 2M messages,
+ * A SpecificInternalRow whose string slots are [[StringSlot]]s (where the bytes lie; Spark's copy
+ * makes the UTF8String as it reads one), although other row forms were measured (profile M, 2M messages,
  * `local[2]`, jars run alternately): a row of one long array and one object array, and a row
  * written directly in UnsafeRow's layout (strings appended as bytes, no UTF8String per value, the
  * before-image taken by Spark's copy in one memory copy). Neither was faster end to end (the
