@@ -19,6 +19,9 @@ READER_PARTS = [
      lambda f: f.startswith("io/sparkreplicate/catalyst/MaskNames")),
     ("files", "reading the files and cutting their container blocks into messages (io.sparkreplicate.files)",
      lambda f: f.startswith("io/sparkreplicate/files/")),
+    # The reader's row holds where each string lies; its UTF8String is made when Spark's copy reads it.
+    ("strings", "making each string's UTF8String as Spark's copy reads the reader's row (StringSlot)",
+     lambda f: f.startswith("io/sparkreplicate/catalyst/StringSlot.boxed")),
     ("decode", "decoding envelope, headers and payload into the reader's reused row (the rest of io.sparkreplicate)",
      lambda f: f.startswith("io/sparkreplicate/")),
 ]

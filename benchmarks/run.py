@@ -219,6 +219,8 @@ def bench_profile(spark, ds, runs: int, with_diagnostics: bool = False) -> dict:
     connector = median["connector"]
     ratios = {f"connector_vs_{c.key}": round(report.contender_ratio(c.key, connector, median[c.key]), 3)
               for c in all_contenders if c.key != "connector"}
+    if "connector_typed" in median:
+        ratios[report.TYPED_RATIO] = round(median["from_avro_typed"] / median["connector_typed"], 3)
     return {
         "profile": ds.profile.name,
         "columns": len(ds.profile.table.columns),
@@ -517,7 +519,7 @@ def main() -> None:
 
     headline = "M" if "M" in profiles else profiles[0]
     results["headline"] = headline
-    results["ratios"] = results["profiles"][headline]["ratios"]
+    results["ratios"] = dict(results["profiles"][headline]["ratios"])
     ds = datasets[headline]
     worker_params = {"profile": headline, "seed": args.seed, "data_dir": str(data_dir)}
 
@@ -583,6 +585,7 @@ def main() -> None:
                                            min(micro_messages, sizes.get("M", sizes[headline])),
                                            2.0 if args.quick else 10.0)
         log(f"  {results['micro']['summary']}")
+        results["ratios"].update(report.decoder_ratios(results["micro"]))
 
     if not args.skip_profile:
         log(f"profile: where the connector's CPU time goes on {headline} (async-profiler, {args.runs} reads) ...")

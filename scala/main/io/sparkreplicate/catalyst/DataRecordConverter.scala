@@ -42,7 +42,10 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
   private var bitsIgnored = false
 
   private val schemaIdValue = UTF8String.fromString(version.schemaId)
-  private val maskNames = new MaskNames(version.columns.map(c => UTF8String.fromString(c.name)).toArray)
+  // One cache per mask: a miss rebuilds its slot in place, which must not clobber the other mask's names.
+  private val columnNames = version.columns.map(c => UTF8String.fromString(c.name)).toArray
+  private val changedNames = new MaskNames(columnNames)
+  private val presentNames = new MaskNames(columnNames)
   private val columnCount = version.columns.size
   private val columnInfoByName = version.columns.map(c => c.name -> c).toMap
 
@@ -92,8 +95,8 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     }
     if (schemaIdSlot >= 0) row.update(schemaIdSlot, schemaIdValue)
     if (tableVersionSlot >= 0) row.setLong(tableVersionSlot, version.tableVersion)
-    writeMask(changeMask, changeMaskSlot, changedColumnsSlot)
-    writeMask(columnMask, columnMaskSlot, presentColumnsSlot)
+    writeMask(changeMask, changeMaskSlot, changedColumnsSlot, changedNames)
+    writeMask(columnMask, columnMaskSlot, presentColumnsSlot, presentNames)
   }
 
   def maskBitsIgnored: Boolean = bitsIgnored
@@ -102,7 +105,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
    * Bits past the last column are looked for whatever the query selects, so that the count of
    * such messages does not depend on the projection.
    */
-  private def writeMask(mask: MaskSlice, rawSlot: Int, namesSlot: Int): Unit = {
+  private def writeMask(mask: MaskSlice, rawSlot: Int, namesSlot: Int, maskNames: MaskNames): Unit = {
     val absent = mask.bytes == null
     if (!absent && ChangeMask.setsBitsBeyond(mask.bytes, mask.offset, mask.length, columnCount)) bitsIgnored = true
     if (rawSlot >= 0) { if (absent) row.setNullAt(rawSlot) else row.update(rawSlot, mask.copy()) }

@@ -58,23 +58,22 @@ private[catalyst] final class HeaderWriters(
   }
 
   /** CDC-only header strings are empty on full-load (REFRESH) rows: surfaced as null. */
-  private def emptyAsNull(schema: Schema, o: Int, name: String): Step = string(schema, o, name) { (b, at, n) =>
-    if (n == 0) row.setNullAt(o) else row.update(o, ValueWriters.validUtf8(b, at, n, name))
-  }
+  private def emptyAsNull(schema: Schema, o: Int, name: String): Step =
+    new ColumnStep.EmptyAsNull(row, o, stringIndex(schema, name), name)
 
   /** A string `yyyy-MM-dd HH:mm:ss.ffffff` (UTC; empty on REFRESH rows), or a timestamp logical type. */
   private def timestamp(schema: Schema, o: Int): Step =
     AvroSchemas.unwrapNullable(schema).getType match {
       case LONG => ValueWriters.column(schema, TimestampType, row, o, "timestamp")
-      case _ => string(schema, o, "timestamp") { (b, at, n) =>
-        if (n == 0) row.setNullAt(o) else row.setLong(o, ChangeTimestamp.parseMicros(b, at, n))
-      }
+      case _ => new ColumnStep.ParsedText(row, o, stringIndex(schema, "timestamp"), "timestamp", (b, at, n) =>
+        if (n == 0) row.setNullAt(o) else row.setLong(o, ChangeTimestamp.parseMicros(b, at, n)))
     }
 
-  private def string(schema: Schema, o: Int, name: String)(use: ValueWriters.TextUse): Step = {
+  /** The null branch of a header that must be a string, `[null, string]` or `string`. */
+  private def stringIndex(schema: Schema, name: String): Int = {
     if (AvroSchemas.unwrapNullable(schema).getType != STRING) throw new ReplicateException(ErrorId.UnsupportedType,
       s"header `$name` has the Avro type ${AvroSchemas.unwrapNullable(schema)}; expected a string")
-    ValueWriters.nullableUnion(schema, name)(() => row.setNullAt(o), ValueWriters.parsed(use))
+    ValueWriters.nullIndex(schema, name)
   }
 
   private def mask(schema: Schema, name: String, into: MaskSlice): Step = {

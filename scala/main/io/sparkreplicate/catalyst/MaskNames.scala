@@ -11,8 +11,11 @@ import org.apache.spark.unsafe.types.UTF8String
  * for one table version. Masks repeat heavily (every INSERT of a version has the same column mask,
  * an UPDATE changes a few columns), so each array is built once per distinct mask value and kept
  * in a small direct-mapped cache. The arrays are UnsafeArrayData, which Spark's copy into its
- * UnsafeRow takes in one memory copy instead of one write per name; they are shared between rows
- * and never modified.
+ * UnsafeRow takes in one memory copy instead of one write per name; they are shared between rows.
+ * A miss rebuilds its slot's array in place, growing its bytes only when they are too short, so a
+ * stream of distinct masks allocates nothing once the slots have grown: the array a row got stays
+ * valid until the next message, as every value of the reused row does. A converter keeps one
+ * cache per mask, so the two masks of one message never share a slot.
  *
  * A mask is keyed by its value as 64-bit words (one word up to 64 columns), held in one flat
  * array of longs: a lookup reads a few cache lines that stay hot instead of a byte array per slot
@@ -33,7 +36,9 @@ final class MaskNames(columnNames: Array[UTF8String]) {
     if (columnsInTop == 64) -1L else (1L << columnsInTop) - 1
   }
   private val keys = new Array[Long](Capacity * wordsPerKey)
-  private val values = new Array[ArrayData](Capacity)
+  private val values = new Array[UnsafeArrayData](Capacity)
+  /** The bytes under each slot's array: rewritten by a miss, replaced only to grow. */
+  private val buffers = new Array[Array[Byte]](Capacity)
   private val names = columnNames.map(_.getBytes)
   /** The mask being looked up, least significant word first. */
   private val key = new Array[Long](wordsPerKey)
@@ -61,21 +66,19 @@ final class MaskNames(columnNames: Array[UTF8String]) {
     var same = values(slot) != null
     w = 0
     while (same && w < wordsPerKey) { same = keys(base + w) == key(w); w += 1 }
-    if (same) values(slot)
-    else {
-      val built = build()
+    if (!same) {
+      build(slot)
       System.arraycopy(key, 0, keys, base, wordsPerKey)
-      values(slot) = built
-      built
     }
+    values(slot)
   }
 
   /**
-   * The names of the columns set in `key`, in Spark's UnsafeArrayData layout written directly:
+   * The names of the columns set in `key`, into `slot`, in Spark's UnsafeArrayData layout written directly:
    * the element count, null bits (none), one (offset << 32 | length) word per element, then the
    * names, each padded with zeros to 8 bytes.
    */
-  private def build(): ArrayData = {
+  private def build(slot: Int): Unit = {
     // Bit i of word w is column 64 * w + i: set bits are taken lowest first, without a branch per
     // column, which on random masks the branch predictor cannot learn.
     var count = 0
@@ -94,7 +97,12 @@ final class MaskNames(columnNames: Array[UTF8String]) {
     }
     val header = UnsafeArrayData.calculateHeaderPortionInBytes(count)
     val size = header + 8 * count + dataBytes
-    val bytes = new Array[Byte](size) // zeros: no null bits set, zero padding
+    var bytes = buffers(slot)
+    if (bytes == null || bytes.length < size) {
+      bytes = new Array[Byte](math.max(size, 2 * (if (bytes == null) 0 else bytes.length)))
+      buffers(slot) = bytes
+      values(slot) = new UnsafeArrayData
+    } else java.util.Arrays.fill(bytes, 0, size, 0.toByte) // no null bits set, zero padding
     Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET, count.toLong)
     var cursor = header + 8 * count
     var j = 0
@@ -105,9 +113,7 @@ final class MaskNames(columnNames: Array[UTF8String]) {
       cursor += roundNumberOfBytesToNearestWord(name.length)
       j += 1
     }
-    val array = new UnsafeArrayData
-    array.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET, size)
-    array
+    values(slot).pointTo(bytes, Platform.BYTE_ARRAY_OFFSET, size)
   }
 }
 

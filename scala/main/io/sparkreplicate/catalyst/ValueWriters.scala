@@ -1,7 +1,5 @@
 package io.sparkreplicate.catalyst
 
-import java.math.{BigDecimal => JBigDecimal, BigInteger}
-import java.nio.ByteBuffer
 import java.time.{ZoneId, ZoneOffset}
 
 import scala.jdk.CollectionConverters._
@@ -10,7 +8,6 @@ import org.apache.avro.{LogicalTypes, Schema}
 import org.apache.avro.Schema.Type._
 import org.apache.avro.io.Decoder
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -30,16 +27,17 @@ private[catalyst] object ValueOrigin {
 }
 
 /**
- * Builds, once per (Avro writer schema, Spark type), the closure that decodes one value and
+ * Builds, once per (Avro writer schema, Spark type), the [[ColumnStep]] that decodes one value and
  * stores it in a fixed slot of a reused row. Nothing is matched on types per value; strings go
  * from the decoder's bytes to UTF8String without a java.lang.String in between.
  */
 private[catalyst] object ValueWriters {
   type Step = DecodeStep
+  import ColumnStep._
 
   /** A header field, typed by its Avro schema alone. */
   def column(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, name: String): Step =
-    nullable(writer, row, ordinal, name)(value(AvroSchemas.unwrapNullable(writer), target, row, ordinal, ValueOrigin.header(name)))
+    value(AvroSchemas.unwrapNullable(writer), target, row, ordinal, nullIndex(writer, name), ValueOrigin.header(name))
 
   /**
    * A table column of one table version. Its values take the version's own type (see
@@ -52,28 +50,29 @@ private[catalyst] object ValueWriters {
     // With `sourceTypes` off, text is kept as sent: the source type must not reformat TIME or NUMERIC text.
     val origin = if (typing.sourceTypes) ValueOrigin.of(column, typing.timeZone) else ValueOrigin.header(column.name)
     val avro = AvroSchemas.unwrapNullable(writer)
-    nullable(writer, row, ordinal, column.name)(
-      if (natural == target) value(avro, target, row, ordinal, origin)
-      else {
-        val scratch = new SpecificInternalRow(Seq(natural))
-        val read = value(avro, natural, scratch, 0, origin)
-        val widen = Widening.converter(natural, target, typing, column.name)
-        in => { read(in); widen(scratch, row, ordinal) }
-      })
+    val nulls = nullIndex(writer, column.name)
+    if (natural == target) value(avro, target, row, ordinal, nulls, origin)
+    else {
+      val scratch = StringSlot.row(Seq(natural))
+      val read = value(avro, natural, scratch, 0, -1, origin)
+      new Widened(row, ordinal, nulls, column.name, read, scratch, Widening.converter(natural, target, typing, column.name))
+    }
   }
 
-  private def nullable(writer: Schema, row: InternalRow, ordinal: Int, name: String)(read: Step): Step = {
-    if (writer.getType == UNION) {
+  /** The null branch of `[null, T]` (in either order), or -1 for a plain `T`; other unions are refused. */
+  def nullIndex(writer: Schema, name: String): Int =
+    if (writer.getType != UNION) -1
+    else {
       val branches = writer.getTypes.asScala
       if (branches.size != 2 || !branches.exists(_.getType == NULL)) throw new ReplicateException(ErrorId.UnsupportedType,
         s"column `$name` is the union ${writer.toString.take(200)}; only `[null, T]` is read")
+      branches.indexWhere(_.getType == NULL)
     }
-    nullableUnion(writer, name)(() => row.setNullAt(ordinal), read)
-  }
 
   /**
    * For `[null, T]` in either order: reads and validates the branch (as every other byte is), then
-   * runs `onNull` or `read`. Any other schema is always present: `read` alone.
+   * runs `onNull` or `read`. Any other schema is always present: `read` alone. For the records of
+   * a message; columns read their branch in their own [[ColumnStep]].
    */
   def nullableUnion(schema: Schema, name: String)(onNull: () => Unit, read: Step): Step =
     if (AvroSchemas.unwrapNullable(schema) eq schema) read
@@ -88,65 +87,63 @@ private[catalyst] object ValueWriters {
       }
     }
 
-  private def value(writer: Schema, target: DataType, row: InternalRow, ordinal: Int, o: ValueOrigin): Step = {
-    val name = o.name
+  private def value(writer: Schema, target: DataType, row: InternalRow, o: Int, nulls: Int, origin: ValueOrigin): Step = {
+    val name = origin.name
+    def fixedSize = if (writer.getType == FIXED) writer.getFixedSize else -1
     (writer.getType, writer.getLogicalType, target) match {
-      case (INT, _, IntegerType | DateType) => in => row.setInt(ordinal, in.readInt())
-      case (INT, _, LongType) => in => row.setLong(ordinal, in.readInt().toLong)
-      case (INT, _: LogicalTypes.TimeMillis, StringType) =>
-        in => row.update(ordinal, UTF8String.fromString(SourceText.formatTime(in.readInt() * 1000L, name)))
-      case (LONG, _: LogicalTypes.TimeMicros, StringType) =>
-        in => row.update(ordinal, UTF8String.fromString(SourceText.formatTime(in.readLong(), name)))
-      case (LONG, _: LogicalTypes.TimestampMillis, TimestampType) =>
-        in => row.setLong(ordinal, millisToMicros(in.readLong(), name))
-      case (LONG, _, LongType | TimestampType) => in => row.setLong(ordinal, in.readLong())
-      case (FLOAT, _, FloatType) => in => row.setFloat(ordinal, in.readFloat())
-      case (FLOAT, _, DoubleType) => in => row.setDouble(ordinal, in.readFloat().toDouble)
-      case (DOUBLE, _, DoubleType) => in => row.setDouble(ordinal, in.readDouble())
-      case (BOOLEAN, _, BooleanType) => in => row.setBoolean(ordinal, in.readBoolean())
-      case (STRING, _, _) => text(target, row, ordinal, o)
+      case (INT, _, IntegerType | DateType) => new IntValue(row, o, nulls, name)
+      case (INT, _, LongType) => new IntAsLong(row, o, nulls, name)
+      case (INT, _: LogicalTypes.TimeMillis, StringType) => new TimeOfDay(row, o, nulls, name, millis = true)
+      case (LONG, _: LogicalTypes.TimeMicros, StringType) => new TimeOfDay(row, o, nulls, name, millis = false)
+      case (LONG, _: LogicalTypes.TimestampMillis, TimestampType) => new MillisAsMicros(row, o, nulls, name)
+      case (LONG, _, LongType | TimestampType) => new LongValue(row, o, nulls, name)
+      case (FLOAT, _, FloatType) => new FloatValue(row, o, nulls, name)
+      case (FLOAT, _, DoubleType) => new FloatAsDouble(row, o, nulls, name)
+      case (DOUBLE, _, DoubleType) => new DoubleValue(row, o, nulls, name)
+      case (BOOLEAN, _, BooleanType) => new BooleanValue(row, o, nulls, name)
+      case (STRING, _, _) => text(target, row, o, nulls, origin)
       case (ENUM, _, StringType) =>
-        val symbols = writer.getEnumSymbols.asScala.map(UTF8String.fromString).toArray
-        in => row.update(ordinal, symbols(enumIndex(in, symbols.length, name)))
+        new EnumSymbol(row, o, nulls, name, writer.getEnumSymbols.asScala.map(UTF8String.fromString).toArray)
       case (BYTES | FIXED, d: LogicalTypes.Decimal, _: DecimalType | StringType) =>
-        decimal(bytes(writer), d.getScale, target, row, ordinal, name)
+        new UnscaledDecimal(row, o, nulls, name, fixedSize, d.getScale, decimalTarget(target, row, o, None, name))
       // NUMERIC without the logical type: unscaled bytes at the metadata's scale (which may be negative).
-      case (BYTES | FIXED, null, _: DecimalType | StringType) if o.sourceType == "NUMERIC" || o.sourceType == "UINT8" =>
-        decimal(bytes(writer), o.scale, target, row, ordinal, name)
-      case (BYTES | FIXED, _, BinaryType) =>
-        val read = bytes(writer)
-        in => { val b = read(in); row.update(ordinal, java.util.Arrays.copyOfRange(b.array(), b.position(), b.limit())) }
+      case (BYTES | FIXED, null, _: DecimalType | StringType) if origin.sourceType == "NUMERIC" || origin.sourceType == "UINT8" =>
+        new UnscaledDecimal(row, o, nulls, name, fixedSize, origin.scale, decimalTarget(target, row, o, None, name))
+      case (BYTES | FIXED, _, BinaryType) => new BinaryValue(row, o, nulls, name, fixedSize)
       case _ => throw new ReplicateException(ErrorId.IncompatibleVersions,
         s"column `$name` arrives as Avro ${writer.toString.take(200)}, which cannot be " +
           s"read as ${target.simpleString}")
     }
   }
 
-  /** A string, or the text form of a typed value (Replicate with logical data types off). */
-  private def text(target: DataType, row: InternalRow, ordinal: Int, o: ValueOrigin): Step = {
-    val name = o.name
+  private def decimalTarget(target: DataType, row: InternalRow, o: Int, textScale: Option[Int], name: String) =
     target match {
-      case StringType if o.sourceType == "TIME" => parsed((b, at, n) =>
-        row.update(ordinal, UTF8String.fromString(SourceText.formatTime(SourceText.parseTime(b, at, n, name), name))))
-      case StringType if o.sourceType == "NUMERIC" =>
+      case t: DecimalType => DecimalTarget(row, o, t, name)
+      case _ => DecimalTarget.asText(row, o, textScale, name)
+    }
+
+  /** A string, or the text form of a typed value (Replicate with logical data types off). */
+  private def text(target: DataType, row: InternalRow, o: Int, nulls: Int, origin: ValueOrigin): Step = {
+    val name = origin.name
+    def parsed(use: TextUse) = new ParsedText(row, o, nulls, name, use)
+    target match {
+      case StringType if origin.sourceType == "TIME" => parsed((b, at, n) =>
+        row.update(o, UTF8String.fromString(SourceText.formatTime(SourceText.parseTime(b, at, n, name), name))))
+      case StringType if origin.sourceType == "NUMERIC" =>
         // Without a precision (an unconstrained number), any decimal, at the scale it was sent with.
-        val exact: (Array[Byte], Int, Int) => JBigDecimal =
-          if (o.precision > 0) SourceText.parseDecimal(_, _, _, o.scale, name) else SourceText.parseDecimal(_, _, _, name)
-        parsed((b, at, n) => row.update(ordinal, UTF8String.fromString(exact(b, at, n).toPlainString)))
+        val scale = if (origin.precision > 0) Some(origin.scale) else None
+        new TextDecimal(row, o, nulls, name, decimalTarget(StringType, row, o, scale, name))
       // The common case, one step: the string's own bytes, validated where they lie.
-      case StringType => in => row.update(ordinal, utf8(in, name))
-      case IntegerType => parsed((b, at, n) => row.setInt(ordinal, SourceText.parseInt(b, at, n, name)))
-      case LongType => parsed((b, at, n) => row.setLong(ordinal, SourceText.parseLong(b, at, n, name)))
-      case FloatType => parsed((b, at, n) => row.setFloat(ordinal, SourceText.parseFloat(b, at, n, name)))
-      case DoubleType => parsed((b, at, n) => row.setDouble(ordinal, SourceText.parseDouble(b, at, n, name)))
-      case BooleanType => parsed((b, at, n) => row.setBoolean(ordinal, SourceText.parseBoolean(b, at, n, name)))
-      case DateType => parsed((b, at, n) => row.setInt(ordinal, SourceText.parseDate(b, at, n, name)))
-      case BinaryType => parsed((b, at, n) => row.update(ordinal, SourceText.parseHex(b, at, n, name)))
-      case t: DecimalType => parsed((b, at, n) =>
-        row.setDecimal(ordinal, fit(Decimal(SourceText.parseDecimal(b, at, n, t.scale, name)), t, name), t.precision))
-      case TimestampType =>
-        val zone = new LocalTimestamps(o.zone)
-        parsed((b, at, n) => row.setLong(ordinal, zone.toUtcMicros(SourceText.parseTimestamp(b, at, n, name))))
+      case StringType => new Utf8Value(row, o, nulls, name)
+      case IntegerType => parsed((b, at, n) => row.setInt(o, SourceText.parseInt(b, at, n, name)))
+      case LongType => parsed((b, at, n) => row.setLong(o, SourceText.parseLong(b, at, n, name)))
+      case FloatType => parsed((b, at, n) => row.setFloat(o, SourceText.parseFloat(b, at, n, name)))
+      case DoubleType => parsed((b, at, n) => row.setDouble(o, SourceText.parseDouble(b, at, n, name)))
+      case BooleanType => parsed((b, at, n) => row.setBoolean(o, SourceText.parseBoolean(b, at, n, name)))
+      case DateType => parsed((b, at, n) => row.setInt(o, SourceText.parseDate(b, at, n, name)))
+      case BinaryType => parsed((b, at, n) => row.update(o, SourceText.parseHex(b, at, n, name)))
+      case t: DecimalType => new TextDecimal(row, o, nulls, name, DecimalTarget(row, o, t, name))
+      case TimestampType => new TextTimestamp(row, o, nulls, name, new LocalTimestamps(origin.zone))
       case _ => throw new ReplicateException(ErrorId.IncompatibleVersions,
         s"column `$name` arrives as an Avro string, which cannot be read as ${target.simpleString}")
     }
@@ -158,47 +155,16 @@ private[catalyst] object ValueWriters {
    */
   trait TextUse { def apply(bytes: Array[Byte], offset: Int, length: Int): Unit }
 
-  /** The step reading a string and handing its bytes, uncopied, to `use`. */
-  def parsed(use: TextUse): Step = in => { in.readSlice(); use(in.array, in.sliceStart, in.sliceLength) }
-
-  /** Reads `bytes` or `fixed`; the buffer is reused, valid until the next read. */
-  private def bytes(writer: Schema): Decoder => ByteBuffer = writer.getType match {
-    case FIXED =>
-      val fixed = ByteBuffer.wrap(new Array[Byte](writer.getFixedSize))
-      in => { in.readFixed(fixed.array()); fixed }
-    case _ =>
-      var buffer = ByteBuffer.allocate(64)
-      in => { buffer = in.readBytes(buffer); buffer }
-  }
-
-  /** Avro decimals are two's-complement big-endian unscaled integers. */
-  private def decimal(read: Decoder => ByteBuffer, scale: Int, target: DataType, row: InternalRow,
-      ordinal: Int, name: String): Step = {
-    def value(in: Decoder): JBigDecimal = {
-      val b = read(in)
-      new JBigDecimal(new BigInteger(b.array(), b.arrayOffset() + b.position(), b.remaining()), scale)
-    }
-    target match {
-      case t: DecimalType => in => row.setDecimal(ordinal, fit(Decimal(value(in)), t, name), t.precision)
-      case _ => in => row.update(ordinal, UTF8String.fromString(value(in).toPlainString))
-    }
-  }
+  /** Reads `bytes` (`fixedSize` < 0) or `fixed` as a slice of the decoder's array. */
+  def readBinary(in: SliceDecoder, fixedSize: Int): Unit = if (fixedSize < 0) in.readSlice() else in.readFixedSlice(fixedSize)
 
   /**
-   * Reads a string as a UTF8String over the message's own bytes, without a copy: the row is copied
-   * by Spark before the next message. Avro decoders do not check UTF-8; a string that is not valid
-   * UTF-8 is malformed, never replaced.
+   * Avro decoders do not check UTF-8; a string that is not valid UTF-8 is malformed, never
+   * replaced. Checked where the bytes lie, which the row then points at (see [[StringSlot]]).
    */
-  def utf8(in: SliceDecoder, name: String): UTF8String = {
-    in.readSlice()
-    validUtf8(in.array, in.sliceStart, in.sliceLength, name)
-  }
-
-  def validUtf8(bytes: Array[Byte], offset: Int, length: Int, name: String): UTF8String = {
+  def checkUtf8(bytes: Array[Byte], offset: Int, length: Int, name: String): Unit =
     if (!Utf8Validator.isValid(bytes, offset, length)) throw new MalformedMessageException(ErrorId.InvalidUtf8,
       s"field `$name` is not valid UTF-8")
-    UTF8String.fromBytes(bytes, offset, length)
-  }
 
   def enumIndex(in: Decoder, symbols: Int, name: String): Int = {
     val i = in.readEnum()
@@ -206,12 +172,6 @@ private[catalyst] object ValueWriters {
       s"field `$name`: enum index $i out of range 0..${symbols - 1}")
     i
   }
-
-  private def millisToMicros(millis: Long, name: String): Long =
-    try Math.multiplyExact(millis, 1000L) catch {
-      case _: ArithmeticException => throw new MalformedMessageException(ErrorId.BadValue,
-        s"column `$name`: timestamp $millis ms is out of range")
-    }
 
   def fit(value: Decimal, target: DecimalType, name: String): Decimal = {
     if (!value.changePrecision(target.precision, target.scale)) throw new MalformedMessageException(

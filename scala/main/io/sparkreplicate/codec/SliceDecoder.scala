@@ -148,6 +148,14 @@ final class SliceDecoder extends Decoder {
     pos += length
   }
 
+  /** [[readSlice]] for a `fixed` of `length` bytes. */
+  def readFixedSlice(length: Int): Unit = {
+    require(length)
+    valueAt = pos
+    valueBytes = length
+    pos += length
+  }
+
   /** The array the slice lies in, for [[readSlice]]'s bytes. */
   def array: Array[Byte] = buf
   def sliceStart: Int = valueAt

@@ -62,6 +62,63 @@ object SourceText {
 
   private val MaxScale = 1000
 
+  /** What [[plainUnscaled]] returns for text it leaves to [[parseDecimal]]. */
+  val NotPlain: Long = Long.MinValue
+
+  /**
+   * The unscaled value at `scale` of a plain decimal text, `[+-]digits[.digits]` of at most 18
+   * digits once scaled, read without allocating; [[NotPlain]] for anything else (an exponent, more
+   * digits, fraction digits the scale would round away, text that is no number at all), which the
+   * caller parses with [[parseDecimal]]: it gives the same value, or the error.
+   */
+  def plainUnscaled(buf: Array[Byte], offset: Int, length: Int, scale: Int): Long = {
+    if (scale < 0 || scale > 18 || length > MaxPlainText) return NotPlain
+    val end = offset + length
+    var i = offset
+    val negative = i < end && buf(i) == '-'
+    if (i < end && (buf(i) == '-' || buf(i) == '+')) i += 1
+    var value = 0L
+    var significant = 0 // digits in `value`, leading zeros not counted: at most 18 fit a long
+    var anyDigit = false
+    var fraction = -1 // digits kept after the point; -1 before it
+    while (i < end) {
+      val c = buf(i)
+      if (c == '.') {
+        if (fraction >= 0) return NotPlain
+        fraction = 0
+      } else {
+        val d = c - '0'
+        if (d < 0 || d > 9) return NotPlain
+        anyDigit = true
+        // A fraction digit beyond the scale must be 0, or setScale would have to round.
+        if (fraction >= scale) { if (d != 0) return NotPlain }
+        else {
+          if (fraction >= 0) fraction += 1
+          if (value != 0 || d != 0) {
+            if (significant == 18) return NotPlain
+            value = value * 10 + d
+            significant += 1
+          }
+        }
+      }
+      i += 1
+    }
+    if (!anyDigit) return NotPlain
+    var kept = math.max(fraction, 0)
+    while (kept < scale) {
+      if (value != 0) {
+        if (significant == 18) return NotPlain
+        value *= 10
+        significant += 1
+      }
+      kept += 1
+    }
+    if (negative) -value else value
+  }
+
+  /** What [[parseDecimal]] accepts at most. */
+  private val MaxPlainText = 400
+
   def parseDouble(buf: Array[Byte], offset: Int, length: Int, column: String): Double = {
     val text = ascii(buf, offset, length)
     // Java's parser also takes hex floats and `1f`/`1d` suffixes, which no database writes.
@@ -131,7 +188,7 @@ object SourceText {
 
   /** Digits, sign, one point and an exponent: what `BigDecimal` and `toDouble` accept, minus the exotic forms. */
   private def isDecimalText(text: String): Boolean =
-    text.nonEmpty && text.length <= 400 && text.exists(_.isDigit) &&
+    text.nonEmpty && text.length <= MaxPlainText && text.exists(_.isDigit) &&
       text.forall(c => (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')
 
   private def ascii(buf: Array[Byte], offset: Int, length: Int): String =

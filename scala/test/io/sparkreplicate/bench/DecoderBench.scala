@@ -42,7 +42,8 @@ import io.sparkreplicate.files.{FileOptions, FilePlanner, FileSplit, Framing, Me
  */
 object DecoderBench {
 
-  final case class Result(key: String, label: String, nsPerMessage: Double, bytesPerMessage: Double, passes: Int)
+  final case class Result(key: String, label: String, nsPerMessage: Double, cpuNsPerMessage: Double,
+      bytesPerMessage: Double, passes: Int)
 
   def main(args: Array[String]): Unit = {
     val (root, table, messageArg, secondsArg, out) = args match {
@@ -62,12 +63,16 @@ object DecoderBench {
     val spec = readSpec(registry, options)
     // The same read with raw masks only: the difference is what expanding masks into names costs.
     val noMasksSpec = readSpec(registry, optionsWith("expandMasks" -> "false"))
+    // The default read: columns typed by the metadata (decimals and timestamps parsed from their text).
+    val typedSpec = readSpec(registry, optionsWith("sourceTypes" -> "true"))
     val messages = Messages.load(s"$root/bench", conf, fileOptions, options, messageArg.toInt)
     println(s"DecoderBench: ${messages.count} messages of $table (${messages.totalBytes / messages.count} bytes on average)")
 
     val connector = new ChangeRowDecoder(spec)
     val noMasks = new ChangeRowDecoder(noMasksSpec)
     val noMasksToUnsafe = UnsafeProjection.create(noMasksSpec.required)
+    val typed = new ChangeRowDecoder(typedSpec)
+    val typedToUnsafe = UnsafeProjection.create(typedSpec.required)
     val generic = new GenericDecoder(spec)
     val toUnsafe = UnsafeProjection.create(spec.required)
     val toUnsafe2 = UnsafeProjection.create(spec.required)
@@ -80,6 +85,8 @@ object DecoderBench {
       require(outcome == Outcome.Row && row != null, s"message $i was not decoded into a row")
       require(noMasks.decode(messages.bytes, messages.offsets(i), messages.lengths(i)) == Outcome.Row,
         s"message $i was not decoded into a row without mask expansion")
+      require(typed.decode(messages.bytes, messages.offsets(i), messages.lengths(i)) == Outcome.Row,
+        s"message $i was not decoded into a typed row")
       val a = toUnsafe(connector.out.row)
       val b = toUnsafe2(row)
       require(a == b, s"message $i: the decoders disagree:\n${connector.out.row}\n$row")
@@ -96,6 +103,9 @@ object DecoderBench {
       ("connector_no_masks", "connector with `expandMasks` false", j => {
         noMasks.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(noMasks.out.row)
       }),
+      ("connector_typed", "connector with `sourceTypes` true (the default)", j => {
+        typed.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(typed.out.row)
+      }),
       ("generic", "Avro GenericDatumReader + generic converter", j => {
         consume(generic.decode(messages.bytes, messages.offsets(j), messages.lengths(j)))
       }),
@@ -105,28 +115,41 @@ object DecoderBench {
       ("connector_no_masks_unsafe", "connector with `expandMasks` false, then Spark's copy", j => {
         noMasks.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(noMasksToUnsafe(noMasks.out.row))
       }),
+      ("connector_typed_unsafe", "connector with `sourceTypes` true, then Spark's copy", j => {
+        typed.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(typedToUnsafe(typed.out.row))
+      }),
       ("generic_unsafe", "generic, then Spark's copy into an UnsafeRow", j => {
         consume(toUnsafe(generic.decode(messages.bytes, messages.offsets(j), messages.lengths(j))))
       }))
-    val results = cases.map { case (key, label, one) =>
+    // `-Ddecoderbench.cases=connector,connector_typed` times only those (comparing builds by hand).
+    val chosen = sys.props.get("decoderbench.cases").map(_.split(',').toSet)
+    val results = cases.filter(c => chosen.forall(_(c._1))).map { case (key, label, one) =>
       val r = measure(key, label, messages.count, one, warmup, seconds)
-      println(f"DecoderBench: ${r.label}%-50s ${r.nsPerMessage}%8.0f ns/message ${r.bytesPerMessage}%8.0f bytes/message")
+      println(f"DecoderBench: ${r.label}%-55s ${r.nsPerMessage}%8.0f ns/message (CPU ${r.cpuNsPerMessage}%5.0f) " +
+        f"${r.bytesPerMessage}%8.0f bytes/message")
       r
     }
     val byKey = results.map(r => r.key -> r).toMap
-    val speedup = byKey("generic").nsPerMessage / byKey("connector").nsPerMessage
-    val allocation = byKey("generic").bytesPerMessage / math.max(1.0, byKey("connector").bytesPerMessage)
-    val summary = f"ChangeRowDecoder: ${byKey("connector").nsPerMessage}%.0f ns and ${byKey("connector").bytesPerMessage}%.0f " +
-      f"bytes per message; GenericDatumReader + generic converter: ${byKey("generic").nsPerMessage}%.0f ns and " +
-      f"${byKey("generic").bytesPerMessage}%.0f bytes: $speedup%.1fx faster, $allocation%.1fx less allocation"
+    val (speedup, allocation, summary) = (byKey.get("connector"), byKey.get("generic")) match {
+      case (Some(connector), Some(generic)) =>
+        val speedup = generic.nsPerMessage / connector.nsPerMessage
+        val allocation = generic.bytesPerMessage / math.max(1.0, connector.bytesPerMessage)
+        (round(speedup), round(allocation), f"ChangeRowDecoder: ${connector.nsPerMessage}%.0f ns and " +
+          f"${connector.bytesPerMessage}%.0f bytes per message; GenericDatumReader + generic converter: " +
+          f"${generic.nsPerMessage}%.0f ns and ${generic.bytesPerMessage}%.0f bytes: $speedup%.1fx faster, " +
+          f"$allocation%.1fx less allocation")
+      case _ => (Double.NaN, Double.NaN, "only the chosen cases were timed")
+    }
     println(s"DecoderBench: $summary (sink $sink)")
     val json = new StringBuilder("{\n")
     json ++= s"""  "messages": ${messages.count},\n  "avg_message_bytes": ${messages.totalBytes / messages.count},\n"""
     json ++= s"""  "seconds_per_case": $seconds,\n  "warmup_seconds": $warmup,\n"""
     json ++= s"""  "jvm": "${System.getProperty("java.vm.name")} ${System.getProperty("java.version")}",\n"""
-    json ++= s"""  "speedup": ${round(speedup)},\n  "allocation_ratio": ${round(allocation)},\n"""
+    def number(x: Double) = if (x.isNaN) "null" else x.toString
+    json ++= s"""  "speedup": ${number(speedup)},\n  "allocation_ratio": ${number(allocation)},\n"""
     json ++= s"""  "summary": "$summary",\n  "cases": [\n"""
     json ++= results.map(r => s"""    {"key": "${r.key}", "label": "${r.label}", "ns_per_message": ${round(r.nsPerMessage)}, """ +
+      s""""cpu_ns_per_message": ${round(r.cpuNsPerMessage)}, """ +
       s""""bytes_per_message": ${round(r.bytesPerMessage)}, "passes": ${r.passes}}""").mkString(",\n")
     json ++= "\n  ]\n}\n"
     Files.write(Paths.get(out), json.toString.getBytes(StandardCharsets.UTF_8))
@@ -136,7 +159,8 @@ object DecoderBench {
 
   /**
    * Warm-up, then whole passes over the messages until `seconds` are up; ns/message is the median
-   * pass (the machine is shared), bytes/message the allocation over all measured passes.
+   * pass (the machine is shared), in wall-clock time and in the thread's CPU time (which time
+   * spent waiting for a core does not inflate); bytes/message the allocation over all measured passes.
    */
   private def measure(key: String, label: String, count: Int, one: Int => Unit, warmup: Double, seconds: Double): Result = {
     val threads = ManagementFactory.getThreadMXBean.asInstanceOf[com.sun.management.ThreadMXBean]
@@ -145,16 +169,19 @@ object DecoderBench {
     val warmupEnd = System.nanoTime + (warmup * 1e9).toLong
     while (System.nanoTime < warmupEnd) pass()
     val passes = mutable.ArrayBuffer.empty[Long]
+    val cpuPasses = mutable.ArrayBuffer.empty[Long]
     val allocatedBefore = threads.getThreadAllocatedBytes(thread)
     val end = System.nanoTime + (seconds * 1e9).toLong
     while (System.nanoTime < end || passes.size < 3) {
       val t0 = System.nanoTime
+      val cpu0 = threads.getCurrentThreadCpuTime
       pass()
+      cpuPasses += threads.getCurrentThreadCpuTime - cpu0
       passes += System.nanoTime - t0
     }
     val allocated = threads.getThreadAllocatedBytes(thread) - allocatedBefore
-    val sorted = passes.sorted
-    Result(key, label, sorted(sorted.size / 2).toDouble / count, allocated.toDouble / (count.toLong * passes.size), passes.size)
+    def median(xs: mutable.ArrayBuffer[Long]) = xs.sorted.apply(xs.size / 2).toDouble / count
+    Result(key, label, median(passes), median(cpuPasses), allocated.toDouble / (count.toLong * passes.size), passes.size)
   }
 
   private def schemaRegistry(root: String, options: FileOptions, decode: DecodeOptions, conf: Configuration)

@@ -1,0 +1,186 @@
+package io.sparkreplicate.catalyst
+
+import java.io.ByteArrayOutputStream
+import java.math.{BigDecimal => JBigDecimal, BigInteger}
+import java.nio.charset.StandardCharsets.UTF_8
+import java.time.{LocalDateTime, ZoneOffset}
+
+import org.apache.avro.Schema
+import org.apache.avro.io.{Encoder, EncoderFactory}
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+import org.scalacheck.{Arbitrary, Gen}
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
+
+import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
+import io.sparkreplicate.codec.{ColumnInfo, SliceDecoder, SourceText}
+
+/**
+ * Every specialised column step (one per Avro type and conversion), plain and as `[null, T]` in
+ * both branch orders: random values written by Avro's own encoder read back as the Spark value
+ * computed independently here, nulls as null, and a branch out of range as malformed.
+ */
+class ColumnStepSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
+  implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
+    PropertyCheckConfiguration(minSuccessful = 200)
+
+  private val untyped = ColumnTyping(sourceTypes = false, ZoneOffset.UTC, widenToString = false)
+  private val typed = ColumnTyping(sourceTypes = true, ZoneOffset.UTC, widenToString = false)
+  private def column(sourceType: String = "", precision: Int = 0, scale: Int = 0) =
+    ColumnInfo("C", 1, sourceType, 0, precision, scale, 0, nullable = true)
+
+  /**
+   * One Avro type read as `target`: `write` encodes a value, `expected` is what the row then holds
+   * (as `InternalRow.get` returns it, strings and decimals compared by value).
+   */
+  private case class Case[T](label: String, avro: String, target: DataType, values: Gen[T], write: (Encoder, T) => Unit,
+      expected: T => Any, info: ColumnInfo = column(), typing: ColumnTyping = untyped, header: Boolean = false)
+
+  private val unicode = Gen.asciiPrintableStr.flatMap(a => Arbitrary.arbitrary[String].map(b => a + b.filterNot(Character.isSurrogate)))
+  private def unscaled(v: BigInteger): Array[Byte] = v.toByteArray
+  private def decimalText(precision: Int, scale: Int): Gen[String] =
+    Gen.choose(BigInt(10).pow(precision) * -1 + 1, BigInt(10).pow(precision) - 1).map(u => new JBigDecimal(u.bigInteger, scale).toPlainString)
+
+  private val cases: Seq[Case[_]] = Seq(
+    Case[Int]("int", "\"int\"", IntegerType, Arbitrary.arbitrary[Int], _.writeInt(_), identity),
+    Case[Int]("int as a long header", "\"int\"", LongType, Arbitrary.arbitrary[Int], _.writeInt(_), _.toLong, header = true),
+    Case[Int]("int widened to long", "\"int\"", LongType, Arbitrary.arbitrary[Int], _.writeInt(_), _.toLong),
+    Case[Int]("date", """{"type":"int","logicalType":"date"}""", DateType, Gen.choose(-800000, 800000), _.writeInt(_), identity),
+    Case[Long]("long", "\"long\"", LongType, Arbitrary.arbitrary[Long], _.writeLong(_), identity),
+    Case[Long]("timestamp-micros", """{"type":"long","logicalType":"timestamp-micros"}""", TimestampType,
+      Arbitrary.arbitrary[Long], _.writeLong(_), identity),
+    Case[Long]("timestamp-millis", """{"type":"long","logicalType":"timestamp-millis"}""", TimestampType,
+      Gen.choose(Long.MinValue / 1000, Long.MaxValue / 1000), _.writeLong(_), _ * 1000),
+    Case[Int]("time-millis", """{"type":"int","logicalType":"time-millis"}""", StringType, Gen.choose(0, 86399999),
+      _.writeInt(_), ms => UTF8String.fromString(SourceText.formatTime(ms * 1000L, "C"))),
+    Case[Long]("time-micros", """{"type":"long","logicalType":"time-micros"}""", StringType, Gen.choose(0L, 86399999999L),
+      _.writeLong(_), us => UTF8String.fromString(SourceText.formatTime(us, "C"))),
+    Case[Float]("float", "\"float\"", FloatType, Arbitrary.arbitrary[Float], _.writeFloat(_), identity),
+    Case[Float]("float as a double header", "\"float\"", DoubleType, Arbitrary.arbitrary[Float], _.writeFloat(_), _.toDouble,
+      header = true),
+    Case[Float]("float widened to double", "\"float\"", DoubleType, Arbitrary.arbitrary[Float], _.writeFloat(_), _.toDouble),
+    Case[Double]("double", "\"double\"", DoubleType, Arbitrary.arbitrary[Double], _.writeDouble(_), identity),
+    Case[Boolean]("boolean", "\"boolean\"", BooleanType, Arbitrary.arbitrary[Boolean], _.writeBoolean(_), identity),
+    Case[String]("string", "\"string\"", StringType, unicode, _.writeString(_), UTF8String.fromString),
+    Case[Int]("enum", """{"type":"enum","name":"E","symbols":["A","BB","CCC"]}""", StringType, Gen.choose(0, 2),
+      _.writeEnum(_), i => UTF8String.fromString(Seq("A", "BB", "CCC")(i))),
+    Case[Array[Byte]]("bytes", "\"bytes\"", BinaryType, Gen.listOf(Arbitrary.arbitrary[Byte]).map(_.toArray),
+      _.writeBytes(_), identity),
+    Case[Array[Byte]]("fixed", """{"type":"fixed","name":"F","size":3}""", BinaryType,
+      Gen.listOfN(3, Arbitrary.arbitrary[Byte]).map(_.toArray), _.writeFixed(_), identity),
+    // Decimals within a long and beyond it, from bytes and fixed, and NUMERIC as unscaled bytes or text.
+    Case[BigInteger]("decimal(10, 2) bytes", """{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}""",
+      DecimalType(10, 2), Gen.choose(-9999999999L, 9999999999L).map(BigInteger.valueOf),
+      (e, v) => e.writeBytes(unscaled(v)), v => Decimal(new JBigDecimal(v, 2))),
+    Case[BigInteger]("decimal(30, 4) bytes", """{"type":"bytes","logicalType":"decimal","precision":30,"scale":4}""",
+      DecimalType(30, 4), Gen.choose(BigInt(10).pow(30) * -1 + 1, BigInt(10).pow(30) - 1).map(_.bigInteger),
+      (e, v) => e.writeBytes(unscaled(v)), v => Decimal(new JBigDecimal(v, 4))),
+    Case[BigInteger]("decimal(40, 2) bytes, beyond Spark's decimals", """{"type":"bytes","logicalType":"decimal","precision":40,"scale":2}""",
+      StringType, Gen.choose(BigInt(10).pow(40) * -1 + 1, BigInt(10).pow(40) - 1).map(_.bigInteger),
+      (e, v) => e.writeBytes(unscaled(v)), v => UTF8String.fromString(new JBigDecimal(v, 2).toPlainString)),
+    Case[BigInteger]("decimal(6, 3) fixed", """{"type":"fixed","name":"D","size":4,"logicalType":"decimal","precision":6,"scale":3}""",
+      DecimalType(6, 3), Gen.choose(-999999L, 999999L).map(BigInteger.valueOf),
+      (e, v) => e.writeFixed(Array.fill[Byte](4 - v.toByteArray.length)(if (v.signum < 0) -1 else 0) ++ v.toByteArray),
+      v => Decimal(new JBigDecimal(v, 3))),
+    Case[BigInteger]("NUMERIC(12, 2) as unscaled bytes", "\"bytes\"", DecimalType(12, 2),
+      Gen.choose(-999999999999L, 999999999999L).map(BigInteger.valueOf), (e, v) => e.writeBytes(unscaled(v)),
+      v => Decimal(new JBigDecimal(v, 2)), column("NUMERIC", 12, 2), typed),
+    Case[BigInteger]("NUMERIC(8, -2) as unscaled bytes", "\"bytes\"", DecimalType(10, 0),
+      Gen.choose(-99999999L, 99999999L).map(BigInteger.valueOf), (e, v) => e.writeBytes(unscaled(v)),
+      v => Decimal(new JBigDecimal(v, -2).setScale(0)), column("NUMERIC", 8, -2), typed),
+    Case[String]("NUMERIC(12, 2) as text", "\"string\"", DecimalType(12, 2), decimalText(12, 2), _.writeString(_),
+      s => Decimal(new JBigDecimal(s).setScale(2)), column("NUMERIC", 12, 2), typed),
+    Case[String]("NUMERIC(25, 5) as text", "\"string\"", DecimalType(25, 5), decimalText(25, 5), _.writeString(_),
+      s => Decimal(new JBigDecimal(s).setScale(5)), column("NUMERIC", 25, 5), typed),
+    Case[String]("NUMERIC without precision as text", "\"string\"", StringType, decimalText(20, 3), _.writeString(_),
+      s => UTF8String.fromString(new JBigDecimal(s).toPlainString), column("NUMERIC"), typed),
+    Case[Long]("DATETIME as text", "\"string\"", TimestampType, Gen.choose(-30000000000L, 250000000000L),
+      (e, seconds) => e.writeString(LocalDateTime.ofEpochSecond(seconds, 123456000, ZoneOffset.UTC).toString.replace('T', ' ')),
+      _ * 1000000L + 123456, column("DATETIME", 26, 6), typed),
+    Case[Int]("INT4 as text", "\"string\"", IntegerType, Arbitrary.arbitrary[Int], (e, v) => e.writeString(v.toString),
+      identity, column("INT4"), typed),
+    Case[Long]("INT8 as text", "\"string\"", LongType, Arbitrary.arbitrary[Long], (e, v) => e.writeString(v.toString),
+      identity, column("INT8"), typed))
+
+  private val nullabilities = Seq("plain" -> ((t: String) => t), "[null, T]" -> ((t: String) => s"""["null",$t]"""),
+    "[T, null]" -> ((t: String) => s"""[$t,"null"]"""))
+
+  /** Decodes `bytes` with the step of `schema` into slot 0 of a fresh reader row; the row's value. */
+  private def decode(c: Case[_], schema: Schema, bytes: Array[Byte]): Any = {
+    val row = StringSlot.row(Seq(c.target))
+    val step = if (c.header) ValueWriters.column(schema, c.target, row, 0, "C")
+      else ValueWriters.tableColumn(schema, c.info, c.typing, c.target, row, 0)
+    // Sentinel bytes around the value: a step must read exactly its own.
+    val in = new SliceDecoder().reset(Array[Byte](7, 7) ++ bytes ++ Array[Byte](9), 2, bytes.length)
+    step(in)
+    assert(in.isEnd, s"${c.label}: ${in.remaining} bytes left")
+    row.get(0, c.target)
+  }
+
+  private def encoded(write: Encoder => Unit): Array[Byte] = {
+    val out = new ByteArrayOutputStream()
+    val encoder = EncoderFactory.get.binaryEncoder(out, null)
+    write(encoder)
+    encoder.flush()
+    out.toByteArray
+  }
+
+  private def same(actual: Any, expected: Any): Boolean = (actual, expected) match {
+    case (a: Array[Byte], e: Array[Byte]) => a.sameElements(e)
+    case (a: Float, e: Float) => java.lang.Float.compare(a, e) == 0
+    case (a: Double, e: Double) => java.lang.Double.compare(a, e) == 0
+    case _ => actual == expected
+  }
+
+  for (c <- cases; (nullability, wrap) <- nullabilities) {
+    test(s"${c.label}, $nullability: values and nulls read back as written") {
+      val schema = new Schema.Parser().parse(wrap(c.avro))
+      val nullIndex = ValueWriters.nullIndex(schema, "C")
+      val values = if (nullIndex < 0) c.values.map(Some(_)) else Gen.option(c.values)
+      forAll(values) { value =>
+        val bytes = encoded { e =>
+          if (nullIndex >= 0) e.writeIndex(if (value.isEmpty) nullIndex else 1 - nullIndex)
+          value.foreach(v => c.write.asInstanceOf[(Encoder, Any) => Unit](e, v))
+        }
+        val expected = value.map(c.expected.asInstanceOf[Any => Any]).orNull
+        val actual = decode(c, schema, bytes)
+        assert(same(actual, expected), s"${c.label}: read $actual, expected $expected")
+      }
+      if (nullIndex >= 0) {
+        val e = intercept[MalformedMessageException](decode(c, schema, encoded(_.writeIndex(2))))
+        assert(e.errorId == ErrorId.BadPayload && e.getMessage.contains("union branch 2"), e.getMessage)
+      }
+    }
+  }
+
+  test("a string that is not valid UTF-8 is malformed, plain or nullable") {
+    for ((_, wrap) <- nullabilities) {
+      val schema = new Schema.Parser().parse(wrap("\"string\""))
+      val nullIndex = ValueWriters.nullIndex(schema, "C")
+      val bytes = encoded { e =>
+        if (nullIndex >= 0) e.writeIndex(1 - nullIndex)
+        e.writeBytes(Array[Byte]('a', 0xc0.toByte, 0x80.toByte))
+      }
+      val e = intercept[MalformedMessageException](decode(cases.find(_.label == "string").get, schema, bytes))
+      assert(e.errorId == ErrorId.InvalidUtf8)
+    }
+  }
+
+  test("decimal text: the allocation-free parse agrees with BigDecimal's on any text, value or error") {
+    val alphabet = Gen.frequency(10 -> Gen.numChar, 2 -> Gen.const('.'), 1 -> Gen.oneOf('-', '+', 'e', 'E', ' ', 'x'))
+    val texts = Gen.oneOf(Gen.listOf(alphabet).map(_.mkString), decimalText(18, 4), decimalText(20, 2),
+      decimalText(6, 0).map(_ + ".000"), decimalText(6, 6).map("0" * 30 + _))
+    for (t <- Seq(DecimalType(4, 2), DecimalType(18, 4), DecimalType(19, 0), DecimalType(38, 10))) {
+      forAll(texts) { s =>
+        val bytes = s"[$s]".getBytes(UTF_8)
+        def outcome(f: => Decimal): Either[ErrorId, Decimal] =
+          try Right(f.clone()) catch { case e: ReplicateException => Left(e.errorId) }
+        val row = StringSlot.row(Seq(t))
+        val fast = outcome { DecimalTarget(row, 0, t, "C").setText(bytes, 1, bytes.length - 2); row.getDecimal(0, t.precision, t.scale) }
+        val reference = outcome(ValueWriters.fit(Decimal(SourceText.parseDecimal(bytes, 1, bytes.length - 2, t.scale, "C")), t, "C"))
+        assert(fast == reference, s"`$s` as $t")
+      }
+    }
+  }
+}
