@@ -39,11 +39,8 @@ def expected_checksum(zone) -> int:
     return total
 
 
-DRIVER = """
-    import json, os, sys
-    from pyspark.sql import SparkSession, functions as F
-    import spark_replicate
-
+# The drivers' session on the cluster: the connector's set-up with a small footprint.
+SESSION = """
     builder = (SparkSession.builder.master({master!r}).appName("spark-replicate-standalone-test")
                .config("spark.ui.enabled", "false")
                .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
@@ -51,7 +48,15 @@ DRIVER = """
                .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC"))
     spark = spark_replicate.configure_spark(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    df = (spark.read.format("replicate").option("schemaTopic", {schema_topic!r}).option("table", {table!r})
+"""
+
+
+DRIVER = """
+    import json, os, sys
+    from pyspark.sql import SparkSession, functions as F
+    import spark_replicate
+
+""" + SESSION + """    df = (spark.read.format("replicate").option("schemaTopic", {schema_topic!r}).option("table", {table!r})
           .load({path!r}))
     counts = {{r[0]: r[1] for r in df.groupBy("header__operation").count().collect()}}
     text = F.concat_ws("|", "header__operation", "header__change_seq", F.col("EMP_ID").cast("string"),
@@ -107,14 +112,7 @@ STREAM_DRIVER = """
     from pyspark.sql import SparkSession
     import spark_replicate
 
-    builder = (SparkSession.builder.master({master!r}).appName("spark-replicate-standalone-stream-test")
-               .config("spark.ui.enabled", "false")
-               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.executor.memory", "512m").config("spark.cores.max", "2")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC"))
-    spark = spark_replicate.configure_spark(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    query = (spark.readStream.format("replicate").option("schemaTopic", {schema_topic!r}).option("table", {table!r})
+""" + SESSION + """    query = (spark.readStream.format("replicate").option("schemaTopic", {schema_topic!r}).option("table", {table!r})
              .option("maxFilesPerTrigger", "1").load({path!r})
              .writeStream.format("parquet").option("path", {sink!r}).option("checkpointLocation", {checkpoint!r})
              .trigger(availableNow=True).start())
