@@ -218,8 +218,10 @@ def test_continuous_export_picks_up_new_files_and_new_columns_until_stopped(spar
     running = export_process(args, tmp_path / "continuous.log")
 
     def exported_all(counts: dict[str, int]) -> bool:
-        """Each table's sink has committed files holding its count of rows."""
-        return all(any((output / t).glob("*.parquet")) and spark.read.parquet(str(output / t)).count() == n
+        """Each table's sink has committed files holding its count of rows. A sink is read once its
+        log has a commit: before that, parquet files may be there, but none is part of the output."""
+        return all(any((output / t / "_spark_metadata").glob("[0-9]*"))
+                   and spark.read.parquet(str(output / t)).count() == n
                    for t, n in counts.items())
 
     def wait_for(counts: dict[str, int]) -> None:

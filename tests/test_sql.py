@@ -1,6 +1,7 @@
 """SQL: a replicate read declared in SQL, as the README's "SQL" section shows: a temporary view
 ``USING replicate``, and a catalog table ``USING replicate`` (with a view over it), on a classic
-session and over Spark Connect."""
+session and over Spark Connect. The test session's catalog is Delta Lake's where Delta serves the
+Spark minor, as it is for many users: Spark then reads catalog tables through a V1 relation."""
 
 from __future__ import annotations
 
@@ -41,5 +42,12 @@ def test_a_catalog_table_using_replicate_and_a_view_over_it(session, avro_zone, 
                          expected_rows(avro_zone, TABLE))
         assert_same_rows(collect_plain(session.sql("SELECT * FROM replicate_sql.inserts")),
                          [row for row in expected_rows(avro_zone, TABLE) if row["header__operation"] == "INSERT"])
+        # Only some columns, and filters the connector is given: in a session whose catalog is
+        # Delta's, Spark reads catalog tables through the V1 relation, which must prune and filter.
+        counts = session.sql("SELECT header__operation, count(*) FROM replicate_sql.employees "
+                             "WHERE header__operation IN ('DELETE', 'UPDATE') OR header__operation IS NULL "
+                             "GROUP BY header__operation").collect()
+        messages = avro_zone.messages_for(TABLE)
+        assert dict(counts) == {op: sum(m.operation == op for m in messages) for op in ("DELETE", "UPDATE")}
     finally:
         session.sql("DROP DATABASE replicate_sql CASCADE")

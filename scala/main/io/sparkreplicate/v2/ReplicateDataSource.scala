@@ -4,9 +4,10 @@ import java.util
 
 import scala.jdk.CollectionConverters._
 
+import org.apache.spark.sql.SQLContext
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
-import org.apache.spark.sql.sources.DataSourceRegister
+import org.apache.spark.sql.sources.{BaseRelation, DataSourceRegister, RelationProvider}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -17,9 +18,10 @@ import io.sparkreplicate.kafka.KafkaOptions
  * `spark.read.format("replicate")`. The schema is decided by the metadata messages, so it is
  * always inferred; Spark asks for it and then for the table with the same options, and the plan
  * built for the first call serves the second. With `kafka.bootstrap.servers` the messages are
- * read from Kafka, otherwise from landed files.
+ * read from Kafka, otherwise from landed files. Spark asks for a V1 relation only for a catalog
+ * table when the session catalog is not its own (see [[ReplicateRelation]]).
  */
-final class ReplicateDataSource extends TableProvider with DataSourceRegister {
+final class ReplicateDataSource extends TableProvider with DataSourceRegister with RelationProvider {
   /** The options last planned for, the query's schema and its table. */
   private var planned: Option[(Map[String, String], StructType, Table)] = None
 
@@ -36,6 +38,9 @@ final class ReplicateDataSource extends TableProvider with DataSourceRegister {
         "a schema to the reader (select or cast columns afterwards instead)")
     table
   }
+
+  override def createRelation(sqlContext: SQLContext, parameters: Map[String, String]): BaseRelation =
+    new ReplicateRelation(sqlContext, sqlContext.sparkSession.read.format(shortName()).options(parameters).load())
 
   private def plan(options: Map[String, String]): (StructType, Table) = planned match {
     case Some((seen, schema, table)) if seen == options => (schema, table)
