@@ -89,6 +89,16 @@ def kafka_values(spark: SparkSession, bootstrap: str, topic: str, stream: bool =
             .option("startingOffsets", "earliest").load())
 
 
+def memory_sink(spark: SparkSession, stream: DataFrame, name: str) -> DataFrame:
+    """Runs ``stream`` to its end (``Trigger.AvailableNow``) into a memory table; returns the table."""
+    query = stream.writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return spark.table(name)
+
+
 def publish(bootstrap: str, topic: str, records) -> None:
     """Sends ``(partition, key, value)`` records in order and waits for them all."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", max_in_flight_requests_per_connection=1)

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from _kafka import PREFIX, generic_fingerprint, kafka_read, kafka_values, publish
+from _kafka import PREFIX, generic_fingerprint, kafka_read, kafka_values, memory_sink, publish
 from conftest import raises_replicate, read_metrics
 from spark_replicate.functions import from_replicate
 
@@ -80,16 +80,6 @@ def test_permissive_quarantines_what_the_wait_did_not_bring(spark, late):
     reasons = [r.reason for r in rows if r.reason is not None]
     assert len(reasons) == late.late_messages and set(reasons) == {"REPLICATE_UNKNOWN_SCHEMA_ID"}
     assert len(rows) == late.messages
-
-
-def memory_sink(spark, frame, name: str):
-    """Runs ``frame`` to its end (``Trigger.AvailableNow``) into a memory table; returns the table."""
-    query = frame.writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
-    return spark.table(name)
 
 
 def test_a_stream_waits_for_metadata_published_after_it_started(spark, late, expected):
