@@ -111,11 +111,12 @@ def publish(bootstrap: str, topic: str, records) -> None:
 
 
 def fingerprint(df: DataFrame) -> dict[str, tuple[int, int]]:
-    """Per operation: (rows, sum of a hash of every column but ``header__source``)."""
-    columns = [c for c in df.columns if c != "header__source"]
-    rows = (df.groupBy("header__operation")
-            .agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*columns).cast("decimal(38,0)")).alias("h"))
-            .collect())
+    """Per operation: (rows, sum of a hash of every column but ``header__source``). In SQL, so
+    that it runs on the DataFrame's own session, classic or Spark Connect."""
+    columns = ", ".join(f"`{c}`" for c in df.columns if c != "header__source")
+    rows = df.sparkSession.sql("SELECT header__operation, count(1) AS n, "
+                               f"sum(CAST(xxhash64({columns}) AS DECIMAL(38,0))) AS h FROM {{df}} "
+                               "GROUP BY header__operation", df=df).collect()
     return {r["header__operation"]: (r["n"], int(r["h"])) for r in rows}
 
 
