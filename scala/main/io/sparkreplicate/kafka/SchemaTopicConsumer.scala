@@ -31,9 +31,7 @@ object SchemaTopicConsumer {
 
   /** @param settings Kafka client settings (the `kafka.*` options without their prefix) */
   def read(settings: Map[String, String], topic: String, limits: DecodeLimits): Seq[TableVersion] = {
-    val consumer = try newConsumer(settings) catch {
-      case e: NoClassDefFoundError => throw KafkaOptions.sourceMissing(e)
-    }
+    val consumer = newConsumer(settings)
     val timeoutMillis = settings.get(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG).map(_.trim.toLong)
       .getOrElse(DefaultTimeoutMillis)
     val input = try new SchemaTopicInput(consumer, topic, timeoutMillis) catch {
@@ -91,8 +89,15 @@ object SchemaTopicConsumer {
   }
 }
 
-/** Re-reads the Kafka schema topic for `metadataWait`, in the task whose message waits. */
+/**
+ * Reads the Kafka schema topic: on the driver for `from_replicate`, and again for `metadataWait`
+ * in the task whose message waits. It names no Kafka class itself, so that a session without
+ * Kafka's client gets the error that says how to add it.
+ */
 final class KafkaSchemaTopicRefresh(settings: Map[String, String], topic: String, limits: DecodeLimits)
     extends MetadataRefresh {
-  override def read(): Seq[TableVersion] = SchemaTopicConsumer.read(settings, topic, limits)
+  override def read(): Seq[TableVersion] = try SchemaTopicConsumer.read(settings, topic, limits) catch {
+    case e: NoClassDefFoundError if String.valueOf(e.getMessage).startsWith("org/apache/kafka/") =>
+      throw KafkaOptions.sourceMissing(e)
+  }
 }
