@@ -28,8 +28,9 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
   }
 
   /**
-   * Re-reads the schema topic for `metadataWait`, with a plain consumer of the `kafka.*` client
-   * settings; None without one (the data topics' metadata was all read when the query was planned).
+   * Reads the schema topic with a plain consumer of the `kafka.*` client settings: again in a task
+   * for `metadataWait`, and first for `from_replicate`. None without one: the data topics'
+   * metadata was all read when the query was planned, so there is nothing to wait for.
    */
   def refresh(limits: DecodeLimits): Option[MetadataRefresh] = schemaTopic.map { topic =>
     new KafkaSchemaTopicRefresh(clientOptions.map { case (k, v) => k.drop(KafkaOptions.ClientPrefix.length) -> v },
