@@ -1,7 +1,8 @@
 """The Kafka profile of ``make bench``: a profile's landed messages published to a local Apache
 Kafka broker (tests/_kafka.py: one KRaft node from Kafka's own jars), 3 partitions, and read in one
-session by ``format("replicate")`` over Kafka, by Spark's Kafka source + spark-avro's ``from_avro``
-twice (the hand-written way), and by the floor: Spark's Kafka source alone, ``sum(length(value))``.
+session by ``format("replicate")`` over Kafka, by ``from_replicate`` on Spark's Kafka DataFrame, by
+Spark's Kafka source + spark-avro's ``from_avro`` twice (the hand-written way), and by the floor:
+Spark's Kafka source alone, ``sum(length(value))``.
 
 The contenders are checked to return the same rows (count and checksum) before they are timed.
 """
@@ -23,6 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 PARTITIONS = 3
 DATA_TOPIC, SCHEMA_TOPIC = "bench", "bench-schema"
+# Each ratio: (numerator, denominator) contender, as the headline ratios are taken (report.py): the
+# other's time / ours, and ours / the floor's.
+RATIOS = {
+    "kafka_connector_vs_from_avro": ("kafka_from_avro", "kafka_connector"),
+    "kafka_from_replicate_vs_from_avro": ("kafka_from_avro", "kafka_from_replicate"),
+    "kafka_connector_vs_floor": ("kafka_connector", "kafka_floor"),
+}
 
 
 def publish(ds: Dataset, bootstrap: str) -> None:
@@ -51,16 +59,29 @@ def kafka_records(spark: SparkSession, bootstrap: str) -> DataFrame:
             .option("subscribe", DATA_TOPIC).load())
 
 
+def options(ds: Dataset, bootstrap: str) -> dict[str, str]:
+    """The connector's options, for the reader and for ``from_replicate`` alike."""
+    return {"kafka.bootstrap.servers": bootstrap, "schemaTopic": SCHEMA_TOPIC, "table": ds.profile.table_name,
+            "sourceTypes": "false"}
+
+
 def connector(spark: SparkSession, ds: Dataset, bootstrap: str) -> DataFrame:
-    return (spark.read.format("replicate").option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", DATA_TOPIC).option("schemaTopic", SCHEMA_TOPIC)
-            .option("table", ds.profile.table_name).option("sourceTypes", "false").load())
+    return spark.read.format("replicate").options(**options(ds, bootstrap)).option("subscribe", DATA_TOPIC).load()
+
+
+def from_replicate(spark: SparkSession, ds: Dataset, bootstrap: str) -> DataFrame:
+    from spark_replicate.functions import from_replicate as decode
+
+    return (kafka_records(spark, bootstrap).select(decode("value", options(ds, bootstrap)).alias("r"))
+            .where("r IS NOT NULL").select("r.*"))
 
 
 def contenders(spark: SparkSession, ds: Dataset, info: dict, bootstrap: str) -> list[C.Contender]:
     return [
         C.Contender("kafka_connector", 'connector: format("replicate") over Kafka, sourceTypes=false',
                     lambda: connector(spark, ds, bootstrap)),
+        C.Contender("kafka_from_replicate", "from_replicate on Spark's Kafka DataFrame, sourceTypes=false",
+                    lambda: from_replicate(spark, ds, bootstrap)),
         C.Contender("kafka_from_avro", "Spark's Kafka source + from_avro twice",
                     lambda: C.decode_from_avro(kafka_records(spark, bootstrap), info)),
         C.Contender("kafka_floor", "floor: Spark's Kafka source, sum(length(value))",
@@ -83,11 +104,12 @@ def bench_kafka(make_session, measure, ds: Dataset, runs: int, workdir: Path, lo
             info = pydecode.table_info(str(ds.schema_dir), ds.profile.table_name)
             all_contenders = contenders(spark, ds, info, bootstrap)
             messages = sum(ds.counts.values())
-            ours, theirs = (C.checksum(c.build()) for c in all_contenders[:2])
-            if (ours["rows"], ours["checksum"]) != (theirs["rows"], theirs["checksum"]) or ours["rows"] != messages:
-                raise SystemExit(f"Kafka contenders disagree: {ours['rows']} rows, {ours['checksum']} vs "
-                                 f"{theirs['rows']} rows, {theirs['checksum']} ({messages} messages)")
-            log(f"    both decode {messages:,} rows, checksum {ours['checksum']}")
+            sums = {c.key: C.checksum(c.build()) for c in all_contenders if not c.is_floor}
+            seen = {(s["rows"], s["checksum"]) for s in sums.values()}
+            if len(seen) != 1 or next(iter(seen))[0] != messages:
+                raise SystemExit(f"Kafka contenders disagree ({messages} messages): " + ", ".join(
+                    f"{key} {s['rows']} rows, checksum {s['checksum']}" for key, s in sums.items()))
+            log(f"    all {len(sums)} decode {messages:,} rows, checksum {next(iter(seen))[1]}")
             times = measure(spark, all_contenders, [], runs).times
         finally:
             spark.stop()
@@ -97,8 +119,10 @@ def bench_kafka(make_session, measure, ds: Dataset, runs: int, workdir: Path, lo
         "contenders": {c.key: {"label": c.label, "times_s": [round(t, 4) for t in times[c.key]],
                                "median_s": round(median[c.key], 4), "rows_per_s": round(messages / median[c.key])}
                        for c in all_contenders},
-        "ratios": {
-            "kafka_connector_vs_from_avro": round(median["kafka_from_avro"] / median["kafka_connector"], 3),
-            "kafka_connector_vs_floor": round(median["kafka_connector"] / median["kafka_floor"], 3),
-        },
+        "ratios": ratios(median),
     }
+
+
+def ratios(seconds: dict[str, float]) -> dict[str, float]:
+    """The :data:`RATIOS` of one time per contender (the medians, or the fastest rounds)."""
+    return {name: round(seconds[a] / seconds[b], 3) for name, (a, b) in RATIOS.items()}

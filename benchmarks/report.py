@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import cpu_profile
+import kafka_profile
 
 ORDER = ("connector", "from_avro", "fastavro_mapinarrow", "python_datasource", "floor")
 
@@ -32,6 +33,9 @@ TARGETS = {
     "decoder_bytes_per_message": ("<=", 400.0),
     "scaling_local1_to_local2": (">=", 1.7),
     "streaming_available_now_vs_batch": ("<=", 1.15),
+    "kafka_connector_vs_from_avro": (">=", 3.0),
+    "kafka_from_replicate_vs_from_avro": (">=", 3.0),
+    "kafka_connector_vs_floor": ("<=", 2.0),
 }
 # The default read (`sourceTypes=true`) against from_avro twice then CAST: the diagnostic pair
 # `connector_typed` and `from_avro_typed`.
@@ -78,6 +82,11 @@ def best_rounds_ratio(results: dict, name: str) -> float | None:
             return None
         runs = results["scaling"]["times_s"]
         return min(runs["local[1]"]["connector"]) / min(runs["local[2]"]["connector"])
+    if name in kafka_profile.RATIOS:
+        kafka = results.get("kafka")
+        if not kafka:
+            return None
+        return kafka_profile.ratios({k: min(c["times_s"]) for k, c in kafka["contenders"].items()})[name]
     contenders = results["profiles"][results["headline"]]["contenders"]
     if name == TYPED_RATIO:
         if "connector_typed" not in contenders:
@@ -285,9 +294,35 @@ def markdown(r: dict) -> str:
             lines.append(f"| {case['label']} | {case['ns_per_message']:.0f} | {'' if cpu is None else f'{cpu:.0f}'} "
                          f"| {case['bytes_per_message']:.0f} | {_fmt_int(round(1e9 / case['ns_per_message']))} |")
         lines += ["", mi["summary"], ""]
+    lines += kafka(r)
     lines += streaming(r)
     lines += time_budget(r)
     return "\n".join(lines) + "\n"
+
+
+def kafka(r: dict) -> list[str]:
+    """The Kafka profile: the connector and from_replicate against from_avro twice and the floor."""
+    k = r.get("kafka")
+    if not k:
+        return []
+    floor = k["contenders"]["kafka_floor"]["median_s"]
+    lines = [
+        f"## Kafka (profile {k['profile']}, {_fmt_int(k['messages'])} messages, {k['partitions']} partitions)",
+        "",
+        *([f"Measured alone by `{k['command']}` at commit `{k['git_commit'][:12]}`.", ""] if "command" in k else []),
+        "The profile's messages published to a local Apache Kafka broker (one KRaft node) and read in one session "
+        "through Spark's Kafka source, taking turns after a warm-up; medians. Every decoding contender returns the "
+        "same rows (count and checksum), checked before timing.",
+        "",
+        "| contender | median s | rows/s | x floor | rounds s |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for c in k["contenders"].values():
+        lines.append(f"| {c['label']} | {c['median_s']:.3f} | {_fmt_int(c['rows_per_s'])} "
+                     f"| {c['median_s'] / floor:.2f} | {_seconds(c['times_s'])} |")
+    lines += ["", "Ratios (other's time / ours; ours / the floor's): "
+              + ", ".join(f"{name} **{value}**" for name, value in k["ratios"].items()) + ".", ""]
+    return lines
 
 
 def streaming(r: dict) -> list[str]:

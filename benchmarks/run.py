@@ -5,7 +5,8 @@ decoder micro-benchmark. Writes benchmarks/results.json and benchmarks/RESULTS.m
     python benchmarks/run.py                  # profile M at 2,000,000 messages, S and W too
     python benchmarks/run.py --quick          # a smoke run on small datasets
     python benchmarks/run.py --messages 500000 --profiles M
-    python benchmarks/run.py --only streaming --quick    # one step alone, merged into results.json
+    python benchmarks/run.py --only streaming --quick    # steps alone, merged into results.json
+    python benchmarks/run.py --only kafka,streaming --messages 20000
 
 Every contender's row count and checksum are compared with the connector's before anything is
 timed; a mismatch stops the run. Timings: one warm-up round (in the fresh JVMs that measure
@@ -443,14 +444,13 @@ def main() -> None:
                                                        "profile of the connector (make bench fetches it)")
     parser.add_argument("--skip-profile", action="store_true")
     parser.add_argument("--skip-kafka", action="store_true")
-    parser.add_argument("--only-kafka", action="store_true", help="the Kafka profile alone, on the headline "
-                        "profile's data; prints its results and writes kafka-results.json under --data-dir")
     parser.add_argument("--skip-streaming", action="store_true")
     parser.add_argument("--streaming-landings", type=int, default=20,
                         help="files landed one at a time to measure the stream's latency; default 20")
-    parser.add_argument("--only", choices=("streaming",),
-                        help="run only this step, on the first of --profiles, and merge its results into "
-                             "--out-dir's results.json (RESULTS.md is written again from it)")
+    parser.add_argument("--only", metavar="STEP[,STEP]", type=only_steps,
+                        help=f"run only these steps ({', '.join(ONLY_STEPS)}), on the first of --profiles, and "
+                             "merge their results into --out-dir's results.json (RESULTS.md is written again "
+                             "from it when a full run wrote it there)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -492,21 +492,6 @@ def main() -> None:
     datasets = {p: dataset(PROFILES[p], sizes[p], args.seed, data_dir, log) for p in profiles}
     results = {"command": os.environ.get("BENCH_COMMAND", command), "quick": args.quick, "runs": args.runs,
                "seed": args.seed, "master": "local[2]", "environment": env, "profiles": {}}
-
-    def kafka_step(ds) -> dict:
-        import kafka_profile
-        log(f"kafka: {ds.profile.name} published to a local broker, read through Spark's Kafka source ...")
-        with tempfile.TemporaryDirectory() as tmp:
-            result = kafka_profile.bench_kafka(lambda: make_session("local[2]", args.avro_jar, kafka=True), measure,
-                                               ds, args.runs, Path(tmp), log)
-        log(f"  {result['ratios']}")
-        return result
-
-    if args.only_kafka:
-        result = kafka_step(datasets[profiles[0]])
-        (data_dir / "kafka-results.json").write_text(json.dumps(result, indent=2) + "\n")
-        print(json.dumps(result, indent=2))
-        return
 
     for p in profiles:
         log(f"profile {p} ({PROFILES[p].description}, {sizes[p]:,} messages)")
@@ -575,7 +560,7 @@ def main() -> None:
         results["memory"] = report.memory_summary(points, MEMORY_FLAT_RATIO, MEMORY_NOISE_MB)
 
     if not args.skip_kafka:
-        results["kafka"] = kafka_step(ds)
+        results["kafka"] = kafka_step(args, ds)
         results["ratios"].update(results["kafka"]["ratios"])
 
     if not args.skip_micro:
@@ -598,9 +583,8 @@ def main() -> None:
         log(f"  {results['cpu_profile']['samples']:,} samples: {results['cpu_profile']['parts']} ({collapsed})")
 
     if not args.skip_streaming:
-        log(f"streaming: AvailableNow and landing latency on {headline} ...")
         results["streaming"] = streaming_step(args, ds)
-        results["ratios"]["streaming_available_now_vs_batch"] = results["streaming"]["available_now_vs_batch"]
+        results["ratios"].update(results["streaming"]["ratios"])
 
     stop_sampling.set()
     results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -618,19 +602,45 @@ def main() -> None:
         log(f"  {name}: {target['value']} (target {target['target']}) {'met' if target['met'] else 'MISSED'}")
 
 
+def kafka_step(args: argparse.Namespace, ds) -> dict:
+    """The Kafka profile, on a broker and in a session of its own."""
+    import kafka_profile
+
+    log(f"kafka: {ds.profile.name} published to a local broker, read through Spark's Kafka source ...")
+    with tempfile.TemporaryDirectory() as tmp:
+        result = kafka_profile.bench_kafka(lambda: make_session("local[2]", args.avro_jar, kafka=True), measure,
+                                           ds, args.runs, Path(tmp), log)
+    log(f"  {result['ratios']}")
+    return result
+
+
 def streaming_step(args: argparse.Namespace, ds) -> dict:
     """The streaming measurements in a session of their own."""
     import streaming
 
+    log(f"streaming: AvailableNow and landing latency on {ds.profile.name} ...")
     spark = make_session("local[2]", args.avro_jar)
     try:
-        return streaming.bench_streaming(spark, ds, args.runs, args.streaming_landings, page_in, log)
+        result = streaming.bench_streaming(spark, ds, args.runs, args.streaming_landings, page_in, log)
     finally:
         spark.stop()
+    return result | {"ratios": {"streaming_available_now_vs_batch": result["available_now_vs_batch"]}}
+
+
+# The steps `--only` runs alone; each returns its results, with the `ratios` they add to the headline's.
+ONLY_STEPS = {"kafka": kafka_step, "streaming": streaming_step}
+
+
+def only_steps(value: str) -> list[str]:
+    steps = [step.strip() for step in value.split(",") if step.strip()]
+    unknown = [step for step in steps if step not in ONLY_STEPS]
+    if unknown or not steps:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) or value!r}: the steps are {', '.join(ONLY_STEPS)}")
+    return steps
 
 
 def run_only(args: argparse.Namespace) -> None:
-    """`--only streaming`: that step alone, its results merged into the existing results.json."""
+    """`--only STEP[,STEP]`: those steps alone, their results merged into the existing results.json."""
     from profiles import PROFILES, dataset
     import report
 
@@ -638,15 +648,15 @@ def run_only(args: argparse.Namespace) -> None:
     args.runs = args.runs or (3 if args.quick else 5)
     messages = args.messages or (QUICK_MESSAGES if args.quick else DEFAULT_MESSAGES)
     ds = dataset(PROFILES[name], messages, args.seed, Path(args.data_dir), log)
-    log(f"streaming only: AvailableNow and landing latency on {name} ({messages:,} messages) ...")
-    step = streaming_step(args, ds)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stored = out / "results.json"
     results = json.loads(stored.read_text()) if stored.exists() else {"ratios": {}}
-    results["streaming"] = step | {"command": " ".join(["python", "benchmarks/run.py"] + sys.argv[1:]),
-                                   "git_commit": environment(args.avro_jar)["git_commit"]}
-    results["ratios"]["streaming_available_now_vs_batch"] = step["available_now_vs_batch"]
+    alone = {"command": " ".join(["python", "benchmarks/run.py"] + sys.argv[1:]),
+             "git_commit": environment(args.avro_jar)["git_commit"]}
+    for step in args.only:
+        results[step] = ONLY_STEPS[step](args, ds) | alone
+        results["ratios"].update(results[step]["ratios"])
     if "environment" in results:
         results["targets"] = report.targets(results)
         (out / "RESULTS.md").write_text(report.markdown(results))

@@ -11,6 +11,7 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+from kafka import KafkaProducer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -81,10 +82,47 @@ def kafka_read(spark: SparkSession, bootstrap: str, topic: str, schema_topic: bo
     return reader.load()
 
 
+def kafka_values(spark: SparkSession, bootstrap: str, topic: str, stream: bool = False) -> DataFrame:
+    """Spark's own Kafka DataFrame of one topic of the Kafka zone, from its earliest offset."""
+    reader = spark.readStream if stream else spark.read
+    return (reader.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", PREFIX + topic)
+            .option("startingOffsets", "earliest").load())
+
+
+def memory_sink(spark: SparkSession, stream: DataFrame, name: str) -> DataFrame:
+    """Runs ``stream`` to its end (``Trigger.AvailableNow``) into a memory table; returns the table."""
+    query = stream.writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return spark.table(name)
+
+
+def publish(bootstrap: str, topic: str, records) -> None:
+    """Sends ``(partition, key, value)`` records in order and waits for them all."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", max_in_flight_requests_per_connection=1)
+    try:
+        for partition, key, value in records:
+            producer.send(topic, value=value, key=key, partition=partition)
+        producer.flush()
+    finally:
+        producer.close()
+
+
 def fingerprint(df: DataFrame) -> dict[str, tuple[int, int]]:
-    """Per operation: (rows, sum of a hash of every column but ``header__source``)."""
-    columns = [c for c in df.columns if c != "header__source"]
-    rows = (df.groupBy("header__operation")
-            .agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64(*columns).cast("decimal(38,0)")).alias("h"))
-            .collect())
+    """Per operation: (rows, sum of a hash of every column but ``header__source``). In SQL, so
+    that it runs on the DataFrame's own session, classic or Spark Connect."""
+    columns = ", ".join(f"`{c}`" for c in df.columns if c != "header__source")
+    rows = df.sparkSession.sql("SELECT header__operation, count(1) AS n, "
+                               f"sum(CAST(xxhash64({columns}) AS DECIMAL(38,0))) AS h FROM {{df}} "
+                               "GROUP BY header__operation", df=df).collect()
     return {r["header__operation"]: (r["n"], int(r["h"])) for r in rows}
+
+
+def generic_fingerprint(df: DataFrame) -> dict[tuple[str, str], tuple[int, int]]:
+    """The generic layout's :func:`fingerprint`, per table and operation, of the images as JSON."""
+    rows = (df.groupBy("header__table_name", "header__operation")
+            .agg(F.count(F.lit(1)), F.sum(F.xxhash64(F.to_json("data"), "header__change_seq").cast("decimal(38,0)")))
+            .collect())
+    return {(r[0], r[1]): (r[2], int(r[3])) for r in rows}

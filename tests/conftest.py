@@ -28,6 +28,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
 
 import spark_replicate
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
+from spark_replicate.kafka_connector import kafka_settings
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
                                       expected_value, generate_landing_zone, mask_ordinals)
 
@@ -143,9 +144,7 @@ def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory, request):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # Spark's Kafka source (resolved from Maven Central at start-up) only when Kafka tests run: the
-    # smoke runs on other pysparks leave them out, and need no Kafka connector of their version.
-    kafka = any(item.get_closest_marker("kafka") for item in request.session.items)
+    kafka = _runs_kafka_tests(request)
     # The catalog's warehouse (SQL tests create tables) goes to a temporary folder, not the cwd.
     session = (session_builder("local[2]", kafka=kafka)
                .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse"))).getOrCreate())
@@ -174,16 +173,26 @@ def kafka_zone(tmp_path_factory, kafka_bootstrap) -> LandingZone:
 
 
 @pytest.fixture(scope="session")
-def connect_url(tmp_path_factory):
+def connect_url(tmp_path_factory, request):
     """The ``sc://`` URL of a Spark Connect server started once for the run, with the connector
-    on its class path (``--jars``) as the README says, and Delta Lake where the minor has it;
+    on its class path (``--jars``) as the README says, Delta Lake where the minor has it, and
+    Spark's Kafka source when Kafka tests run (the settings ``configure_spark(kafka=True)`` adds);
     stopped at the end of the run."""
     from _connect import connect_server
-    delta = {"spark.jars.packages": delta_package(pyspark.__version__), "spark.sql.extensions": DELTA_EXTENSION,
-             "spark.sql.catalog.spark_catalog": DELTA_CATALOG, "spark.databricks.delta.snapshotPartitions": "2"}
+    conf = {"spark.jars.packages": delta_package(pyspark.__version__), "spark.sql.extensions": DELTA_EXTENSION,
+            "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+            "spark.databricks.delta.snapshotPartitions": "2"} if DELTA else {}
+    if _runs_kafka_tests(request):
+        conf.update(kafka_settings(pyspark.__version__, conf))
     with connect_server(tmp_path_factory.mktemp("connect-server"), jars=[str(spark_replicate.jar_path())],
-                        conf=delta if DELTA else None) as url:
+                        conf=conf) as url:
         yield url
+
+
+def _runs_kafka_tests(request) -> bool:
+    """Spark's Kafka source is resolved from Maven Central when a session starts: only when Kafka
+    tests run (the smoke runs on other pysparks leave them out, and need no connector of theirs)."""
+    return any(item.get_closest_marker("kafka") for item in request.session.items)
 
 
 @pytest.fixture

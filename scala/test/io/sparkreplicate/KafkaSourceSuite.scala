@@ -46,6 +46,19 @@ class KafkaSourceSuite extends AnyFunSuite {
     assert(two.detail.contains("subscribe, subscribePattern are set"))
   }
 
+  test("metadataWait re-reads a schema topic only: the data topics' metadata was all read at planning") {
+    assert(parse(kafka).refresh(DecodeLimits.Default).isEmpty)
+    assert(parse(kafka + ("schemaTopic" -> "hr-md")).refresh(DecodeLimits.Default).nonEmpty)
+  }
+
+  test("from_replicate over Kafka takes the client settings and a schema topic, no subscription") {
+    val settings = Map("kafka.bootstrap.servers" -> "127.0.0.1:9092", "table" -> "HR.EMPLOYEES")
+    val options = KafkaOptions.schemaTopicOnly(settings + ("schemaTopic" -> "hr-md"), DecodeOptions.parse(settings))
+    assert(options.schemaTopic.contains("hr-md") && options.metadataOrigin == "Kafka topic hr-md")
+    val missing = intercept[ReplicateException](KafkaOptions.schemaTopicOnly(settings, DecodeOptions.parse(settings)))
+    assert(missing.errorId == ErrorId.InvalidOption && missing.detail.contains("`schemaTopic` to the Kafka topic"))
+  }
+
   test("kafka.bootstrap.servers selects Kafka") {
     assert(KafkaOptions.isKafka(kafka))
     assert(!KafkaOptions.isKafka(Map("path" -> "/landing", "kafka.bootstrap.servers" -> " ")))

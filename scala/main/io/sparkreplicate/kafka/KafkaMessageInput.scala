@@ -2,6 +2,7 @@ package io.sparkreplicate.kafka
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.PartitionReader
+import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.catalyst.{MessageInput, ReadCounters}
 
@@ -34,19 +35,11 @@ final class KafkaMessageInput(records: PartitionReader[InternalRow], counters: R
   override def length: Int = value.length
 
   override def describePosition: String =
-    s"topic ${record.getUTF8String(Topic)}, partition ${record.getInt(Partition)}, offset ${record.getLong(Offset)}"
+    KafkaMessageInput.position(record.getUTF8String(Topic).toString, record.getInt(Partition), record.getLong(Offset))
 
-  /** No file, position or index: the Kafka coordinates, and the key (null when the record has none). */
-  override def writeSource(row: InternalRow): Unit = {
-    row.setNullAt(0)
-    row.setNullAt(1)
-    row.setNullAt(2)
-    row.update(3, record.getUTF8String(Topic).clone())
-    row.setInt(4, record.getInt(Partition))
-    row.setLong(5, record.getLong(Offset))
-    row.setLong(6, record.getLong(Timestamp))
-    if (record.isNullAt(Key)) row.setNullAt(7) else row.update(7, record.getBinary(Key))
-  }
+  override def writeSource(row: InternalRow): Unit = KafkaMessageInput.writeSource(row, record.getUTF8String(Topic).clone(),
+    record.getInt(Partition), record.getLong(Offset), record.getLong(Timestamp),
+    if (record.isNullAt(Key)) null else record.getBinary(Key))
 
   override def close(): Unit = records.close()
 }
@@ -60,4 +53,25 @@ object KafkaMessageInput {
   val Offset = 4
   /** Microseconds since the epoch, as Spark's timestamps are. */
   val Timestamp = 5
+
+  /** A record's coordinates, as errors name it. */
+  def position(topic: String, partition: Int, offset: Long): String =
+    s"topic $topic, partition $partition, offset $offset"
+
+  /**
+   * No file, position or index: the Kafka coordinates, and the key (null when the record has none).
+   *
+   * @param timestamp microseconds since the epoch
+   */
+  def writeSource(row: InternalRow, topic: UTF8String, partition: Int, offset: Long, timestamp: Long,
+      key: Array[Byte]): Unit = {
+    row.setNullAt(0)
+    row.setNullAt(1)
+    row.setNullAt(2)
+    row.update(3, topic)
+    row.setInt(4, partition)
+    row.setLong(5, offset)
+    row.setLong(6, timestamp)
+    if (key == null) row.setNullAt(7) else row.update(7, key)
+  }
 }

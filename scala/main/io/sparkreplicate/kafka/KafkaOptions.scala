@@ -2,7 +2,8 @@ package io.sparkreplicate.kafka
 
 import java.util.Locale
 
-import io.sparkreplicate.{DecodeOptions, ErrorId, MessageView, OptionMap, ReplicateException}
+import io.sparkreplicate.{DecodeLimits, DecodeOptions, ErrorId, MessageView, OptionMap, ReplicateException}
+import io.sparkreplicate.catalyst.MetadataRefresh
 
 /**
  * The options of reading Kafka: Spark's own Kafka source reads the records (with every option of
@@ -20,12 +21,28 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
    */
   def metadataSource: Map[String, String] = schemaTopic match {
     case Some(topic) =>
-      source.filter { case (k, _) => k.toLowerCase(Locale.ROOT).startsWith(KafkaOptions.ClientPrefix) } ++
-        Map("subscribe" -> topic, "startingOffsets" -> "earliest", "endingOffsets" -> "latest")
+      clientOptions ++ Map("subscribe" -> topic, "startingOffsets" -> "earliest", "endingOffsets" -> "latest")
     case None =>
       source.filter { case (k, _) => !KafkaOptions.OffsetOptions(k.toLowerCase(Locale.ROOT)) } ++
         Map("startingOffsets" -> "earliest", "endingOffsets" -> "latest")
   }
+
+  /**
+   * Reads the schema topic with a plain consumer of the `kafka.*` client settings: again in a task
+   * for `metadataWait`, and first for `from_replicate`. None without one: the data topics'
+   * metadata was all read when the query was planned, so there is nothing to wait for.
+   */
+  def refresh(limits: DecodeLimits): Option[MetadataRefresh] = schemaTopic.map { topic =>
+    new KafkaSchemaTopicRefresh(clientOptions.map { case (k, v) => k.drop(KafkaOptions.ClientPrefix.length) -> v },
+      topic, limits)
+  }
+
+  /** The `kafka.*` options: the Kafka client's settings. */
+  private def clientOptions: Map[String, String] =
+    source.filter { case (k, _) => k.toLowerCase(Locale.ROOT).startsWith(KafkaOptions.ClientPrefix) }
+
+  /** Where the metadata comes from, for error messages. */
+  def metadataOrigin: String = schemaTopic.fold(s"Kafka $describe")(topic => s"Kafka topic $topic")
 
   /** The topics read, for the table's name and error messages. */
   def describe: String = KafkaOptions.Subscriptions.flatMap(name => source.collectFirst {
@@ -61,6 +78,25 @@ object KafkaOptions {
         s"`${DecodeOptions.Messages}` = ${MessageView.Metadata.name}, which reads the metadata messages of the " +
         "subscribed topics: subscribe to the schema topic instead")
     }
-    KafkaOptions(options.filter { case (k, _) => !Own(k.toLowerCase(Locale.ROOT)) }, schemaTopic)
+    KafkaOptions(ownRemoved(options), schemaTopic)
   } catch { case e: ReplicateException => throw decode.redaction(e) }
+
+  /** The options of `from_replicate` over a Kafka schema topic: no data topic, a schema topic required. */
+  def schemaTopicOnly(options: Map[String, String], decode: DecodeOptions): KafkaOptions = {
+    val schemaTopic = new OptionMap(options).nonBlank(SchemaTopic).getOrElse(throw decode.redaction(
+      new ReplicateException(ErrorId.InvalidOption, s"with `$BootstrapServers` set, set the option " +
+        s"`$SchemaTopic` to the Kafka topic that holds Replicate's metadata messages: a binary column " +
+        s"carries no metadata of its own (or read `${DecodeOptions.Messages}` = ${MessageView.Metadata.name}, " +
+        "which needs none)")))
+    KafkaOptions(ownRemoved(options), Some(schemaTopic))
+  }
+
+  private def ownRemoved(options: Map[String, String]): Map[String, String] =
+    options.filter { case (k, _) => !Own(k.toLowerCase(Locale.ROOT)) }
+
+  /** Kafka's classes (Spark's Kafka source, or at least its client) are not on the session. */
+  def sourceMissing(cause: Throwable): ReplicateException = new ReplicateException(ErrorId.KafkaSourceMissing,
+    "reading Kafka needs Spark's Kafka source (org.apache.spark:spark-sql-kafka-0-10_2.13 at the " +
+      "session's Spark version) on the session: in Python call spark_replicate.configure_spark(builder, " +
+      "kafka=True), with spark-submit pass it in --packages", cause)
 }

@@ -24,9 +24,8 @@ object KafkaPlanner {
     if (decode.messages == MessageView.Metadata) {
       KafkaPlan(QuerySchema.metadataView(decode), options, SchemaRegistry.build(Nil, Seq(options.describe)))
     } else {
-      val origin = options.schemaTopic.fold(s"Kafka ${options.describe}")(topic => s"Kafka topic $topic")
       val strict = options.schemaTopic.nonEmpty
-      val registry = SchemaRegistry.build(scanMetadata(options.metadataSource, strict), Seq(origin))
+      val registry = SchemaRegistry.build(scanMetadata(options.metadataSource, strict), Seq(options.metadataOrigin))
       KafkaPlan(QuerySchema.of(decode, registry), options, registry)
     }
   }

@@ -5,9 +5,11 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo}
 import org.apache.spark.sql.catalyst.util.MapData
 import org.apache.spark.sql.types.{MapType, StringType}
 
-import io.sparkreplicate.{DecodeOptions, ErrorId, MessageView, ParseMode, ReplicateException}
-import io.sparkreplicate.catalyst.{MessageFilter, QuerySchema}
+import io.sparkreplicate.{DecodeOptions, ErrorId, MessageView, ParseMode, ReplicateException, SessionDefaults}
+import io.sparkreplicate.catalyst.{MessageFilter, MetadataRefresh, QuerySchema}
+import io.sparkreplicate.codec.SchemaRegistry
 import io.sparkreplicate.files.{FileOptions, FilePlanner}
+import io.sparkreplicate.kafka.KafkaOptions
 
 /**
  * Resolves `from_replicate(value[, options])` on the driver: parses the options as the reader
@@ -40,15 +42,30 @@ object FromReplicate {
         val query = QuerySchema.metadataView(decode)
         query.rowSpec(null, query.schema, MessageFilter.KeepAll)
       } else {
-        val files = FileOptions.schemaTopicOnly(options, decode, session)
-        val conf = SessionBinding.hadoopConf(spark, options)
-        val registry = FilePlanner.schemaTopicRegistry(files, decode.limits, conf)
+        val (registry, refresh) = schemaTopic(options, decode, spark, session)
         val query = QuerySchema.of(decode, registry)
-        query.rowSpec(registry, query.schema, MessageFilter.KeepAll, FilePlanner.refresh(files, decode.limits, conf))
+        query.rowSpec(registry, query.schema, MessageFilter.KeepAll, refresh)
       }
       ReplicateDecode(value, spec)
     } catch { case e: ReplicateException => throw decode.redaction(e) }
   }
+
+  /**
+   * The metadata of the schema topic, read now, and its re-reading for `metadataWait`: a Kafka
+   * topic with `kafka.bootstrap.servers` set (read by a plain consumer, here and in the tasks),
+   * landed files otherwise.
+   */
+  private def schemaTopic(options: Map[String, String], decode: DecodeOptions, spark: SparkSession,
+      session: SessionDefaults): (SchemaRegistry, Option[MetadataRefresh]) =
+    if (KafkaOptions.isKafka(options)) {
+      val kafka = KafkaOptions.schemaTopicOnly(options, decode)
+      val refresh = kafka.refresh(decode.limits)
+      (SchemaRegistry.build(refresh.toSeq.flatMap(_.read()), Seq(kafka.metadataOrigin)), refresh)
+    } else {
+      val files = FileOptions.schemaTopicOnly(options, decode, session)
+      val conf = SessionBinding.hadoopConf(spark, options)
+      (FilePlanner.schemaTopicRegistry(files, decode.limits, conf), FilePlanner.refresh(files, decode.limits, conf))
+    }
 
   /** What only a reader can do: drop a row, or say which file a row came from. */
   private def refuseReaderOnly(decode: DecodeOptions): Unit = {

@@ -42,7 +42,8 @@ final class ReplicateKafkaScan(plan: KafkaPlan, required: StructType, pushed: Se
     val spark = SparkSession.active
     val counters = ScanCounters(spark.sparkContext)
     ReplicateReadMetrics.track(spark, counters)
-    new KafkaDecodingReaderFactory(records, plan.query.rowSpec(plan.registry, required, filter), counters)
+    new KafkaDecodingReaderFactory(records,
+      plan.query.rowSpec(plan.registry, required, filter, plan.options.refresh(plan.query.options.limits)), counters)
   }
 }
 

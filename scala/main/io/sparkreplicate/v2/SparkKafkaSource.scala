@@ -7,9 +7,9 @@ import org.apache.spark.sql.connector.catalog.{SupportsRead, TableProvider}
 import org.apache.spark.sql.connector.read.Scan
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
-import io.sparkreplicate.{DecodeLimits, ErrorId, ReplicateException}
+import io.sparkreplicate.DecodeLimits
 import io.sparkreplicate.codec.TableVersion
-import io.sparkreplicate.kafka.KafkaPlanner
+import io.sparkreplicate.kafka.{KafkaOptions, KafkaPlanner}
 
 /**
  * Spark's own Kafka source (spark-sql-kafka-0-10), used through the public DataSource V2
@@ -44,10 +44,7 @@ private[v2] object SparkKafkaSource {
     val loader = Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader)
     try Class.forName(ProviderClass, true, loader).getDeclaredConstructor().newInstance().asInstanceOf[TableProvider]
     catch {
-      case e: ClassNotFoundException => throw new ReplicateException(ErrorId.KafkaSourceMissing,
-        "reading Kafka needs Spark's Kafka source (org.apache.spark:spark-sql-kafka-0-10_2.13 at the " +
-          "session's Spark version) on the session: in Python call spark_replicate.configure_spark(builder, " +
-          "kafka=True), with spark-submit pass it in --packages", e)
+      case e: ClassNotFoundException => throw KafkaOptions.sourceMissing(e)
     }
   }
 }
