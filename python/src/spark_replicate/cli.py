@@ -199,6 +199,12 @@ def _add_landing_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default="local[*]")
 
 
+def _add_continuous_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--continuous", action="store_true", help=f"keep running: {what}, until SIGINT or SIGTERM")
+    parser.add_argument("--interval", type=float, default=60, metavar="SECONDS",
+                        help="with --continuous, seconds between triggers (default 60)")
+
+
 def _reader_option(text: str) -> tuple[str, str]:
     name, equals, value = text.partition("=")
     if not equals:
@@ -230,10 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                     "undone. A table that gains columns is restarted with them.")
     _add_landing_arguments(export)
     export.add_argument("--output", required=True, metavar="DIR")
-    export.add_argument("--continuous", action="store_true",
-                        help="keep running: export new files every --interval seconds until SIGINT or SIGTERM")
-    export.add_argument("--interval", type=float, default=60, metavar="SECONDS",
-                        help="with --continuous, seconds between triggers (default 60)")
+    _add_continuous_arguments(export, "export new files every --interval seconds")
     export.set_defaults(run=_run_export)
 
     apply = commands.add_parser(
@@ -248,11 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     apply.add_argument("--transactional", action="store_true",
                        help="apply whole transactions only; hold the rows of incomplete ones (and every change after "
                             "them) under DIR/_spark_replicate/held for a later run")
-    apply.add_argument("--continuous", action="store_true",
-                       help="keep running: apply each table as a stream of the landed files, a batch every --interval "
-                            "seconds, until SIGINT or SIGTERM (checkpoints under DIR/_spark_replicate/checkpoints)")
-    apply.add_argument("--interval", type=float, default=60, metavar="SECONDS",
-                       help="with --continuous, seconds between triggers (default 60)")
+    _add_continuous_arguments(apply, "apply each table as a stream of the landed files, a batch every --interval "
+                                     "seconds (checkpoints under DIR/_spark_replicate/checkpoints)")
     apply.set_defaults(run=_run_apply)
 
     inspect = commands.add_parser(

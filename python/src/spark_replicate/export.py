@@ -46,7 +46,7 @@ class _TableExport:
     """One table's streaming query, started again from its checkpoint when its schema changed.
     Subclasses write somewhere else than Parquet files (``writer``) under the same layout."""
 
-    action, done = "exporting", "written"
+    action = "exporting"
 
     def __init__(self, spark: SparkSession, inputs: list[str], output: str, table: str, options: dict[str, str],
                  trigger: dict[str, object]):
@@ -67,6 +67,16 @@ class _TableExport:
 
     def writer(self, df: DataFrame) -> DataStreamWriter:
         return df.writeStream.format("parquet").option("path", self.path)
+
+    def stop(self) -> None:
+        """Stops the query between batches: once the batch it runs, if any, is done."""
+        while self.query is not None and self.query.isActive and self.query.status["isTriggerActive"]:
+            time.sleep(0.2)
+        if self.query is not None and self.query.isActive:
+            self.query.stop()
+
+    def batch_line(self, files: int, rows: int) -> str:
+        return f"{self.table}: {rows} row(s) written from {files} new input file(s)"
 
     def count_progress(self) -> list[tuple[int, int]]:
         """(files, rows) of each batch finished since the last call, added to the result."""
@@ -141,10 +151,9 @@ def stream_tables(spark: SparkSession, input_paths: Paths, output: str, table_ty
         _supervise(exports, new_tables if continuous else None, interval_seconds, progress, should_stop)
     finally:
         for table in exports.values():
-            if table.query is not None and table.query.isActive:
-                table.query.stop()
+            table.stop()
     results = [exports[name].result for name in sorted(exports)]
-    _log_results(results, inputs, log, done=next(iter(exports.values())).done)
+    _log_results(results, inputs, log)
     return results
 
 
@@ -162,7 +171,7 @@ def _supervise(exports: dict[str, _TableExport], new_tables: Callable[[], list[_
             for table in exports.values():
                 active = table.query.isActive  # before its progress is counted: a stopped query's is all there
                 for files, rows in table.count_progress():
-                    progress(f"{table.table}: {rows} row(s) {table.done} from {files} new input file(s)")
+                    progress(table.batch_line(files, rows))
                 if not active:
                     failure = table.query.exception()
                     if failure is not None:
@@ -181,10 +190,10 @@ def _supervise(exports: dict[str, _TableExport], new_tables: Callable[[], list[_
         progress("interrupted: stopping every table's query (what they committed stays exported)")
 
 
-def _log_results(results: list[TableResult], inputs: list[str], log: Callable[[str], None], done: str) -> None:
+def _log_results(results: list[TableResult], inputs: list[str], log: Callable[[str], None]) -> None:
     if not any(r.files for r in results):
-        log(f"no new input files in {', '.join(inputs)}: nothing {done}")
+        log(f"no new input files in {', '.join(inputs)}: nothing written")
         return
     for r in results:
         restarted = f" (restarted {r.restarts} time(s) for new columns)" if r.restarts else ""
-        log(f"{r.table}: {r.rows} row(s) {done} from {r.files} new input file(s){restarted}")
+        log(f"{r.table}: {r.rows} row(s) written from {r.files} new input file(s){restarted}")

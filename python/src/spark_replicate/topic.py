@@ -104,15 +104,16 @@ def apply_continuously(spark: SparkSession, path: Paths, target: str, schema_top
     def table_apply(spark, inputs, output, table, options, trigger) -> _TableApply:
         started[table] = applied_since(spark, f"{output}/{table}", 0).batch
         return _TableApply(spark, inputs, output, table, options, trigger, scd_type)
-    stream_tables(spark, path, target, table_apply, schema_topic, options, True, interval_seconds, progress, progress,
-                  should_stop)
+    # The result lines are the ApplyResults returned; progress has a line per batch.
+    stream_tables(spark, path, target, table_apply, schema_topic, options, True, interval_seconds, lambda line: None,
+                  progress, should_stop)
     return {table: applied_since(spark, f"{target}/{table}", batch) for table, batch in sorted(started.items())}
 
 
 class _TableApply(_TableExport):
     """One table's stream applied per micro-batch to its Delta table ``target/SCHEMA.TABLE``."""
 
-    action, done = "applying", "applied"
+    action = "applying"
 
     def __init__(self, spark, inputs, output, table, options, trigger, scd_type: int):
         super().__init__(spark, inputs, output, table, options, trigger)
@@ -120,6 +121,10 @@ class _TableApply(_TableExport):
 
     def writer(self, df: DataFrame) -> DataStreamWriter:
         return df.writeStream.foreachBatch(micro_batch_applier(df, self.path, self.scd_type, self.checkpoint))
+
+    def batch_line(self, files: int, rows: int) -> str:
+        # Spark counts a micro-batch's rows once per job that reads them, and applying runs several.
+        return f"{self.table}: {files} new input file(s) applied"
 
 
 def _apply_table(changes: DataFrame, target: str, name: str, scd_type: int) -> ApplyResult:
