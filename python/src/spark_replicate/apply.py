@@ -117,13 +117,13 @@ def micro_batch_applier(changes: DataFrame, target: str, scd_type: int, checkpoi
 def applied_since(spark: SparkSession, target: str, batch: int) -> ApplyResult:
     """The batches applied to the Delta table at path ``target`` after ``batch``, summed; ``batch``
     is the last of them (the one given when there is none, 0 when the target has no log yet)."""
-    try:
-        log = spark.read.format("delta").load(f"{target}/{STATE_DIR}/batches")
+    counts = ("inserted", "updated", "deleted", "ignored")
+    try:  # (Spark Connect analyses the read only when the row is asked for)
+        row = (spark.read.format("delta").load(f"{target}/{STATE_DIR}/batches")
+               .where((F.col("status") == _APPLIED) & (F.col("batch") > batch))
+               .agg(F.max("batch"), *(F.sum(c) for c in counts)).first())
     except AnalysisException:  # not created yet: no batch applied
         return ApplyResult(batch, 0, 0, 0, 0)
-    counts = ("inserted", "updated", "deleted", "ignored")
-    row = log.where((F.col("status") == _APPLIED) & (F.col("batch") > batch)).agg(
-        F.max("batch"), *(F.sum(c) for c in counts)).first()
     return ApplyResult(row[0] or batch, *(total or 0 for total in row[1:]))
 
 
