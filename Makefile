@@ -17,7 +17,7 @@ WHEEL := dist/spark_replicate-$(PACKAGE_VERSION)-py3-none-any.whl
 # The newest pyspark of every other supported minor: `make smoke-all` runs the smoke tests on each.
 OTHER_PYSPARKS := 4.1.4 4.2.1 4.3.0
 
-.PHONY: demo test jar wheel install scala-test python-test smoke smoke-all clean bench
+.PHONY: demo test jar wheel install scala-test python-test smoke smoke-venvs smoke-all clean bench
 
 demo: install
 	$(VENV)/bin/spark-replicate demo
@@ -27,8 +27,14 @@ test: scala-test python-test
 scala-test:
 	bin/sbt test
 
+# The tests run in TEST_WORKERS processes (pytest-xdist), each with its own Spark session, Connect
+# server and Kafka broker: most of a test's time is Spark's and Delta's fixed costs per job, which
+# two processes overlap well even on two cores. Idle workers steal queued tests from busy ones.
+TEST_WORKERS ?= 2
+PYTEST := -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+
 python-test: install
-	$(PY) -m pytest -q tests
+	$(PY) $(PYTEST) tests
 
 jar: $(JAR)
 
@@ -64,7 +70,11 @@ smoke: $(WHEEL)
 	$(SMOKE_PY) -m pip install -q "$(WHEEL)[test]"
 	$(SMOKE_PY) -m pip install -q --no-deps --force-reinstall $(WHEEL)
 	$(SMOKE_PY) -c 'import pyspark; print("smoke tests on pyspark", pyspark.__version__)'
-	SPARK_REPLICATE_TEST_DELTA=0 $(SMOKE_PY) -m pytest -q -m smoke tests
+	SPARK_REPLICATE_TEST_DELTA=0 $(SMOKE_PY) $(PYTEST) -m smoke tests
+
+# The virtual environments of every other minor, without running anything: `.ci/run` builds them
+# (downloads, mostly) while `make test` runs.
+smoke-venvs: $(OTHER_PYSPARKS:%=.venv-pyspark-%/installed)
 
 smoke-all:
 	for version in $(OTHER_PYSPARKS); do $(MAKE) smoke PYSPARK=$$version || exit 1; done

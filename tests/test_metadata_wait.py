@@ -82,7 +82,8 @@ def test_messages_wait_for_metadata_landing_after_planning_and_decode_with_it(sp
     rows = frame.select("header__table_version").collect()
     landing.join()
     assert by_version(rows) == expected_by_version(zone)
-    assert read_metrics(spark)["malformed"] == 0
+    metrics = read_metrics(spark)
+    assert metrics["malformed"] == 0 and metrics["metadataWaits"] >= 1 and metrics["metadataWaitMillis"] > 0
 
 
 def test_without_a_wait_the_unknown_schema_id_is_malformed_and_the_error_says_to_wait(spark, zone):
@@ -94,11 +95,16 @@ def test_without_a_wait_the_unknown_schema_id_is_malformed_and_the_error_says_to
 
 
 def test_metadata_that_never_lands_waits_once_then_the_mode_decides(spark, zone):
-    rows = read(spark, zone, layout="generic", metadataWait="1s", mode="PERMISSIVE").collect()
+    frame = read(spark, zone, layout="generic", metadataWait="1s", mode="PERMISSIVE")
+    tasks = frame.rdd.getNumPartitions()
+    rows = frame.collect()
     late = sum(1 for m in zone.messages if m.table_version > 1)
     corrupt = [r for r in rows if r._corrupt_record is not None]
     assert len(corrupt) == late and {r._corrupt_record.reason for r in corrupt} == {"REPLICATE_UNKNOWN_SCHEMA_ID"}
     assert len(rows) - late == expected_by_version(zone)[1]
+    # Each task waits once per missing schema id, whatever number of its messages carry it.
+    versions = {m.table_version for m in zone.messages if m.table_version > 1}
+    assert 1 <= read_metrics(spark)["metadataWaits"] <= len(versions) * tasks
 
 
 def test_a_late_version_with_new_columns_stops_a_flat_read_naming_them(spark, zone):

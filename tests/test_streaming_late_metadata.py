@@ -96,6 +96,12 @@ def test_data_landed_before_its_metadata_waits_for_it_and_is_decoded(spark, stag
     expected = rows(as_json(batch(spark, landing, **options)))
     assert sum(expected.values()) == len(first) + len(late_messages)
     assert sink == expected  # every row decoded (FAILFAST would have failed on any unknown schema id)
+    assert source_metric_sum(query, "metadataWaits") >= 1 and source_metric_sum(query, "metadataWaitMillis") > 0
+
+
+def source_metric_sum(query, metric: str) -> int:
+    """The replicate source's ``metric`` summed over the query's batches, from their progress."""
+    return sum(int(p["sources"][0]["metrics"][metric]) for p in query.recentProgress)
 
 
 @pytest.mark.parametrize("layout", ["flat", "generic"])
@@ -117,6 +123,7 @@ def test_without_enough_wait_permissive_quarantines_the_messages_and_loses_none(
     finally:
         query.stop()
     assert reasons == {None: len(first), "REPLICATE_UNKNOWN_SCHEMA_ID": len(late_messages)}
+    assert source_metric_sum(query, "metadataWaits") >= 1
 
 
 def test_without_enough_wait_failfast_fails_and_a_restart_once_the_metadata_landed_reads_the_batch(

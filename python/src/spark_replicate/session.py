@@ -111,7 +111,8 @@ def last_read_metrics(spark: SparkSession) -> dict[str, int]:
     Keys: ``messagesRead``, ``rowsReturned``, ``metadataMessages``, ``filteredOut`` (messages of
     other tables), ``malformed``, ``dropped``, ``filesSkipped``, ``maskBitsIgnored`` (rows whose
     masks set bits past the table's last column), ``tombstones`` (Kafka records without a value:
-    no message, so not in ``messagesRead``) and ``malformed_<REASON>`` per ``REPLICATE_*``
+    no message, so not in ``messagesRead``), ``metadataWaits`` and ``metadataWaitMillis`` (waits
+    for metadata that had not arrived yet, and their time) and ``malformed_<REASON>`` per ``REPLICATE_*``
     reason. Invariant: messagesRead = rowsReturned + metadataMessages + filteredOut + dropped.
     Read through the ``replicate-metrics`` source, so it works on a Spark Connect session too.
     """

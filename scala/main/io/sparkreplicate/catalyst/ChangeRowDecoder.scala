@@ -27,7 +27,7 @@ object Outcome {
  * runs that version's converter. Converters are built on first use and cached per writer schema;
  * the Avro decoder and the row are reused for every message.
  */
-final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
+final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCounters) extends RowDecoder {
   val out: ReaderRow = spec.layout match {
     case table: TableLayout => new OutputRow(spec.required, table, spec.options.columnNameOfCorruptRecord)
     case _: GenericLayout => new ReaderRow(spec.required, spec.options.columnNameOfCorruptRecord)
@@ -35,7 +35,7 @@ final class ChangeRowDecoder(spec: ReadSpec) extends RowDecoder {
   protected def redaction: Redaction = spec.options.redaction
   /** The metadata known to this decoder: the query's, grown by what came late (`metadataWait`). */
   private var registry = spec.registry
-  private val late = new LateMetadata(spec.options.metadataWaitMillis, spec.refresh)
+  private val late = new LateMetadata(spec.options.metadataWaitMillis, spec.refresh, counters)
   /** A generic read of every table also reads the tables whose metadata comes late. */
   private val everyTable = spec.layout.isInstanceOf[GenericLayout] && spec.options.table.isEmpty
   private val tables = spec.layout.tables.toSet

@@ -15,7 +15,7 @@ trait MetadataRefresh extends Serializable {
  * appears or the wait runs out. Each missing id waits once per reader: once given up on, its
  * later messages go straight to the parse mode, so a stream of them costs one wait, not one each.
  */
-final class LateMetadata(waitMillis: Long, refresh: Option[MetadataRefresh]) {
+final class LateMetadata(waitMillis: Long, refresh: Option[MetadataRefresh], counters: ReadCounters) {
   private val givenUp = mutable.Set.empty[String]
 
   /**
@@ -24,7 +24,8 @@ final class LateMetadata(waitMillis: Long, refresh: Option[MetadataRefresh]) {
    */
   def await(key: String, current: SchemaRegistry)(found: SchemaRegistry => Boolean): Option[SchemaRegistry] =
     refresh.filter(_ => waitMillis > 0 && !givenUp(key)).flatMap { source =>
-      val deadline = System.nanoTime() + waitMillis * 1000000L
+      val started = System.nanoTime()
+      val deadline = started + waitMillis * 1000000L
       var pause = LateMetadata.FirstPauseMillis
       var result = Option.empty[SchemaRegistry]
       while (result.isEmpty && !givenUp(key)) {
@@ -37,6 +38,8 @@ final class LateMetadata(waitMillis: Long, refresh: Option[MetadataRefresh]) {
           pause = math.min(pause * 2, LateMetadata.MaxPauseMillis)
         }
       }
+      counters.metadataWaits += 1
+      counters.metadataWaitMillis += (System.nanoTime() - started) / 1000000L
       result
     }
 }

@@ -22,6 +22,9 @@ final class ReadCounters {
    * outcome, and never malformed; counted by the input that skips them.
    */
   var tombstones = 0L
+  /** Waits for metadata that had not arrived (`metadataWait`): one per missing schema id, and their time. */
+  var metadataWaits = 0L
+  var metadataWaitMillis = 0L
   /** Inputs (files) given up on under `ignoreCorruptFiles` / `ignoreMissingFiles` (rows read before stay). */
   val skippedFiles = scala.collection.mutable.Set.empty[String]
   /** Malformed messages per reason, by [[io.sparkreplicate.ErrorId]] name. */
@@ -35,7 +38,7 @@ final class ReadCounters {
  * drops and counts.
  */
 final class MessageReader(input: MessageInput, spec: RowSpec, val counters: ReadCounters) extends Closeable {
-  private val decoder = RowDecoder(spec)
+  private val decoder = RowDecoder(spec, counters)
   private val mode = spec.options.mode
   private val sourceRow =
     if (decoder.out.sourceSlot >= 0) new SpecificInternalRow(OutputColumns.sourceType.map(_.dataType)) else null

@@ -28,8 +28,9 @@ trait RowDecoder {
 }
 
 object RowDecoder {
-  def apply(spec: RowSpec): RowDecoder = spec match {
-    case s: ReadSpec => new ChangeRowDecoder(s)
+  /** `counters` gets the waits for late metadata; the outcomes are the caller's to count. */
+  def apply(spec: RowSpec, counters: ReadCounters): RowDecoder = spec match {
+    case s: ReadSpec => new ChangeRowDecoder(s, counters)
     case s: MetadataSpec => new MetadataRowDecoder(s)
   }
 }

@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, CodeGe
 import org.apache.spark.sql.types.{BinaryType, DataType}
 
 import io.sparkreplicate.{MalformedMessageException, ParseMode, ReplicateException}
-import io.sparkreplicate.catalyst.{Outcome, RowDecoder, RowSpec}
+import io.sparkreplicate.catalyst.{Outcome, ReadCounters, RowDecoder, RowSpec}
 
 /**
  * `from_replicate(value, options)`: one Replicate message in a binary column becomes a struct of
@@ -26,7 +26,8 @@ final case class ReplicateDecode(child: Expression, spec: RowSpec) extends Unary
   override protected def stringArgs: Iterator[Any] = Iterator(child)
 
   /** One per task: each task deserializes its own copy of the expression. */
-  @transient private lazy val decoder = RowDecoder(spec)
+  // An expression has no metrics to report the waits for late metadata in.
+  @transient private lazy val decoder = RowDecoder(spec, new ReadCounters)
   @transient private lazy val where = s"a value of ${child.sql}"
 
   /** The decoder reuses its row, so the struct returned is a copy. */

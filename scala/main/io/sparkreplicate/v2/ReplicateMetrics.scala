@@ -12,12 +12,15 @@ import io.sparkreplicate.catalyst.ReadCounters
  * `messagesRead = rowsReturned + metadataMessages + filteredOut + dropped`. `maskBitsIgnored` is
  * no outcome: it counts the returned rows whose masks set a bit past the table's last column.
  * `tombstones` counts the Kafka records without a value, which carry no message and so are not
- * read: a Kafka read takes `messagesRead + tombstones` records.
+ * read: a Kafka read takes `messagesRead + tombstones` records. `metadataWaits` counts the waits
+ * for metadata that had not arrived yet (`metadataWait`: one per missing schema id and task,
+ * whether or not it then came) and `metadataWaitMillis` the time they took.
  * Spark instantiates each metric class by name on the driver, hence one class per metric.
  */
 object ReplicateMetrics {
   val all: Array[CustomMetric] = Array(new MessagesRead, new RowsReturned, new MetadataMessages,
-    new FilteredOut, new Malformed, new Dropped, new FilesSkipped, new MaskBitsIgnored, new Tombstones, new MalformedBadMagic,
+    new FilteredOut, new Malformed, new Dropped, new FilesSkipped, new MaskBitsIgnored, new Tombstones, new MetadataWaits,
+    new MetadataWaitMillis, new MalformedBadMagic,
     new MalformedUnknownMessageType, new MalformedTruncated, new MalformedTrailingBytes,
     new MalformedBadPayload, new MalformedBadValue, new MalformedInvalidUtf8,
     new MalformedUnknownSchemaId, new MalformedBadEmbeddedSchema, new MalformedBadFrame)
@@ -27,7 +30,8 @@ object ReplicateMetrics {
     task("messagesRead", c.messagesRead), task("rowsReturned", c.rowsReturned),
     task("metadataMessages", c.metadataMessages), task("filteredOut", c.filteredOut),
     task("malformed", c.malformed), task("dropped", c.dropped), task("filesSkipped", c.skippedFiles.size),
-    task("maskBitsIgnored", c.maskBitsIgnored), task("tombstones", c.tombstones)) ++
+    task("maskBitsIgnored", c.maskBitsIgnored), task("tombstones", c.tombstones),
+    task("metadataWaits", c.metadataWaits), task("metadataWaitMillis", c.metadataWaitMillis)) ++
     reasonMetrics.map { case (metric, reason) => task(metric, c.malformedByReason(reason)) }
 
   def reasonMetric(reason: ErrorId): String = s"malformed_${reason.name}"
@@ -58,6 +62,9 @@ final class Dropped extends ReplicateMetric("dropped", "replicate malformed mess
 final class FilesSkipped extends ReplicateMetric("filesSkipped", "replicate files skipped")
 final class MaskBitsIgnored extends ReplicateMetric("maskBitsIgnored",
   "replicate rows whose masks set bits past the table's last column (ignored)")
+final class MetadataWaits extends ReplicateMetric("metadataWaits",
+  "replicate waits for metadata that had not arrived (one per schema id and task)")
+final class MetadataWaitMillis extends ReplicateMetric("metadataWaitMillis", "replicate time waiting for metadata (ms)")
 final class Tombstones extends ReplicateMetric("tombstones", "replicate Kafka tombstones (records without a value)")
 final class MalformedBadMagic extends ReasonMetric(ErrorId.BadMagic)
 final class MalformedUnknownMessageType extends ReasonMetric(ErrorId.UnknownMessageType)
