@@ -18,7 +18,7 @@ table per table, of the reader's rows as read), for a later run:
 
 The boundary is computed from what is durable (the input and the held rows) before anything is
 written, and the applies are idempotent, so a run that dies anywhere is finished by the next,
-which computes the same boundary or a later one.
+which decides again from the same rows (and whatever landed since).
 
 With ``continuous=True`` each table is a stream applied per micro-batch, run and supervised as
 :mod:`spark_replicate.export` runs its streams. Uses only the DataFrame API and SQL.
