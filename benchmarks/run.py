@@ -64,7 +64,7 @@ def fetched_jar(given: str | None, data_dir: str, pattern: str, option: str) -> 
 
 
 def make_session(master: str, avro_jar: str, java_options: str = "", driver_memory: str = "4g",
-                 extra_jars: list[str] = (), kafka: bool = False):
+                 extra_jars: list[str] = (), kafka: bool = False, delta: bool = False):
     """One SparkSession with the connector and spark-avro; Python workers run this interpreter
     with the benchmark modules importable."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -90,7 +90,7 @@ def make_session(master: str, avro_jar: str, java_options: str = "", driver_memo
                .config("spark.jars", ",".join([avro_jar, *extra_jars])))
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
-    spark = spark_replicate.configure_spark(builder, kafka=kafka).getOrCreate()
+    spark = spark_replicate.configure_spark(builder, kafka=kafka, delta=delta).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(pydecode.FastavroReplicateSource)
     return spark
@@ -448,7 +448,8 @@ def main() -> None:
     parser.add_argument("--skip-streaming", action="store_true")
     parser.add_argument("--streaming-landings", type=int, default=20,
                         help="files landed one at a time to measure the stream's latency; default 20")
-    parser.add_argument("--only", choices=("streaming",),
+    parser.add_argument("--skip-apply", action="store_true")
+    parser.add_argument("--only", choices=tuple(ONLY_STEPS),
                         help="run only this step, on the first of --profiles, and merge its results into "
                              "--out-dir's results.json (RESULTS.md is written again from it)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -601,6 +602,10 @@ def main() -> None:
         log(f"streaming: AvailableNow and landing latency on {headline} ...")
         results["streaming"] = streaming_step(args, ds)
         results["ratios"]["streaming_available_now_vs_batch"] = results["streaming"]["available_now_vs_batch"]
+    if not args.skip_apply:
+        log("apply: apply_changes and latest_state against the hand-written way on profile M's table ...")
+        results["apply"] = apply_step(args, ds)
+        results["ratios"]["apply_vs_handwritten"] = results["apply"]["apply_vs_handwritten"]
 
     stop_sampling.set()
     results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -629,8 +634,26 @@ def streaming_step(args: argparse.Namespace, ds) -> dict:
         spark.stop()
 
 
+def apply_step(args: argparse.Namespace, ds) -> dict:
+    """The apply measurements on the profile's table and size, in a session of their own with Delta Lake."""
+    import apply_profile
+    from profiles import FILES, OPERATION_MIX
+
+    spark = make_session("local[2]", args.avro_jar, delta=True)
+    try:
+        return apply_profile.bench_apply(spark, ds.profile.table, ds.messages, args.seed, args.runs, FILES,
+                                         OPERATION_MIX, log)
+    finally:
+        spark.stop()
+
+
+# `--only STEP`: each step's function and the ratio it reports.
+ONLY_STEPS = {"streaming": (streaming_step, "streaming_available_now_vs_batch", "available_now_vs_batch"),
+              "apply": (apply_step, "apply_vs_handwritten", "apply_vs_handwritten")}
+
+
 def run_only(args: argparse.Namespace) -> None:
-    """`--only streaming`: that step alone, its results merged into the existing results.json."""
+    """`--only STEP`: that step alone, its results merged into the existing results.json."""
     from profiles import PROFILES, dataset
     import report
 
@@ -638,15 +661,16 @@ def run_only(args: argparse.Namespace) -> None:
     args.runs = args.runs or (3 if args.quick else 5)
     messages = args.messages or (QUICK_MESSAGES if args.quick else DEFAULT_MESSAGES)
     ds = dataset(PROFILES[name], messages, args.seed, Path(args.data_dir), log)
-    log(f"streaming only: AvailableNow and landing latency on {name} ({messages:,} messages) ...")
-    step = streaming_step(args, ds)
+    log(f"{args.only} only, on {name} ({messages:,} messages) ...")
+    run_step, ratio, key = ONLY_STEPS[args.only]
+    step = run_step(args, ds)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stored = out / "results.json"
     results = json.loads(stored.read_text()) if stored.exists() else {"ratios": {}}
-    results["streaming"] = step | {"command": " ".join(["python", "benchmarks/run.py"] + sys.argv[1:]),
-                                   "git_commit": environment(args.avro_jar)["git_commit"]}
-    results["ratios"]["streaming_available_now_vs_batch"] = step["available_now_vs_batch"]
+    results[args.only] = step | {"command": " ".join(["python", "benchmarks/run.py"] + sys.argv[1:]),
+                                 "git_commit": environment(args.avro_jar)["git_commit"]}
+    results["ratios"][ratio] = step[key]
     if "environment" in results:
         results["targets"] = report.targets(results)
         (out / "RESULTS.md").write_text(report.markdown(results))
