@@ -36,6 +36,7 @@ TARGETS = {
     "kafka_connector_vs_from_avro": (">=", 3.0),
     "kafka_from_replicate_vs_from_avro": (">=", 3.0),
     "kafka_connector_vs_floor": ("<=", 2.0),
+    "apply_vs_handwritten": (">=", 1.0),
 }
 # The default read (`sourceTypes=true`) against from_avro twice then CAST: the diagnostic pair
 # `connector_typed` and `from_avro_typed`.
@@ -296,6 +297,7 @@ def markdown(r: dict) -> str:
         lines += ["", mi["summary"], ""]
     lines += kafka(r)
     lines += streaming(r)
+    lines += applying(r)
     lines += time_budget(r)
     return "\n".join(lines) + "\n"
 
@@ -351,6 +353,41 @@ def streaming(r: dict) -> list[str]:
         f"and renamed) into a folder a stream reads with a {lat['trigger']} processing-time trigger into a Parquet "
         "sink; from the rename to the sink's commit of the batch holding it (its `_spark_metadata` entry): "
         f"**median {lat['median_s']} s, p95 {lat['p95_s']} s** (all: {_seconds(lat['latencies_s'])}).",
+        "",
+    ]
+    return lines
+
+
+def applying(r: dict) -> list[str]:
+    """apply_changes and latest_state against the hand-written way, and each way's table against the truth."""
+    ap = r.get("apply")
+    if not ap:
+        return []
+    names = {"apply_changes": "`apply_changes` (Delta, MERGE)", "handwritten_merge": "hand-written MERGE",
+             "latest_state": "`latest_state` (noop)", "handwritten_latest": "hand-written latest row (noop)"}
+    lines = [
+        f"## Applying changes (profile {ap['profile']}'s table, {_fmt_int(ap['change_rows'])} change rows, "
+        f"{_fmt_int(ap['keys'])} keys at the end)",
+        "",
+        *([f"Measured alone by `{ap['command']}` at commit `{ap['git_commit'][:12]}`.", ""] if "command" in ap else []),
+        f"The profile's changes with {ap['partial_masks']:.0%} of the UPDATEs leaving unchanged columns out of their "
+        f"column mask and {ap['key_changes']:.0%} moving their row to a new key. The hand-written way: the last "
+        "change of each key by `row_number` over the change sequence, then one `MERGE` with a delete clause; "
+        "each round into a new Delta table, taking turns after a warm-up; medians.",
+        "",
+        "| way | median s | rounds s |",
+        "|---|---:|---|",
+        *(f"| {names[n]} | {ap['median_s'][n]:.3f} | {_seconds(ap['times_s'][n])} |" for n in names),
+        "",
+        f"Hand-written / `apply_changes`: **{ap['apply_vs_handwritten']}** (target >= 1.0); hand-written latest row / "
+        f"`latest_state`: {ap['latest_state_vs_handwritten']}.",
+        "",
+        "Against the simulated source table:",
+        "",
+        "| table | keys missing | keys that should be gone | rows with other values |",
+        "|---|---:|---:|---:|",
+        *(f"| {names[n]} | {_fmt_int(d['keys_missing'])} | {_fmt_int(d['keys_extra'])} | "
+          f"{_fmt_int(d['rows_with_other_values'])} |" for n, d in ap["differences_from_truth"].items()),
         "",
     ]
     return lines

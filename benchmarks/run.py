@@ -65,7 +65,7 @@ def fetched_jar(given: str | None, data_dir: str, pattern: str, option: str) -> 
 
 
 def make_session(master: str, avro_jar: str, java_options: str = "", driver_memory: str = "4g",
-                 extra_jars: list[str] = (), kafka: bool = False):
+                 extra_jars: list[str] = (), kafka: bool = False, delta: bool = False):
     """One SparkSession with the connector and spark-avro; Python workers run this interpreter
     with the benchmark modules importable."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -91,7 +91,7 @@ def make_session(master: str, avro_jar: str, java_options: str = "", driver_memo
                .config("spark.jars", ",".join([avro_jar, *extra_jars])))
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
-    spark = spark_replicate.configure_spark(builder, kafka=kafka).getOrCreate()
+    spark = spark_replicate.configure_spark(builder, kafka=kafka, delta=delta).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(pydecode.FastavroReplicateSource)
     return spark
@@ -447,6 +447,7 @@ def main() -> None:
     parser.add_argument("--skip-streaming", action="store_true")
     parser.add_argument("--streaming-landings", type=int, default=20,
                         help="files landed one at a time to measure the stream's latency; default 20")
+    parser.add_argument("--skip-apply", action="store_true")
     parser.add_argument("--only", metavar="STEP[,STEP]", type=only_steps,
                         help=f"run only these steps ({', '.join(ONLY_STEPS)}), on the first of --profiles, and "
                              "merge their results into --out-dir's results.json (RESULTS.md is written again "
@@ -585,6 +586,9 @@ def main() -> None:
     if not args.skip_streaming:
         results["streaming"] = streaming_step(args, ds)
         results["ratios"].update(results["streaming"]["ratios"])
+    if not args.skip_apply:
+        results["apply"] = apply_step(args, ds)
+        results["ratios"].update(results["apply"]["ratios"])
 
     stop_sampling.set()
     results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -627,16 +631,31 @@ def streaming_step(args: argparse.Namespace, ds) -> dict:
     return result | {"ratios": {"streaming_available_now_vs_batch": result["available_now_vs_batch"]}}
 
 
-# The steps `--only` runs alone; each returns its results, with the `ratios` they add to the headline's.
-ONLY_STEPS = {"kafka": kafka_step, "streaming": streaming_step}
-
-
 def only_steps(value: str) -> list[str]:
     steps = [step.strip() for step in value.split(",") if step.strip()]
     unknown = [step for step in steps if step not in ONLY_STEPS]
     if unknown or not steps:
         raise argparse.ArgumentTypeError(f"{', '.join(unknown) or value!r}: the steps are {', '.join(ONLY_STEPS)}")
     return steps
+
+
+def apply_step(args: argparse.Namespace, ds) -> dict:
+    """The apply measurements on the profile's table and size, in a session of their own with Delta Lake."""
+    import apply_profile
+    from profiles import FILES, OPERATION_MIX
+
+    log(f"apply: apply_changes and latest_state against the hand-written way on {ds.profile.name}'s table ...")
+    spark = make_session("local[2]", args.avro_jar, delta=True)
+    try:
+        result = apply_profile.bench_apply(spark, ds.profile.table, ds.messages, args.seed, args.runs, FILES,
+                                           OPERATION_MIX, log)
+    finally:
+        spark.stop()
+    return result | {"ratios": {"apply_vs_handwritten": result["apply_vs_handwritten"]}}
+
+
+# The steps `--only` runs alone; each returns its results, with the `ratios` they add to the headline's.
+ONLY_STEPS = {"kafka": kafka_step, "streaming": streaming_step, "apply": apply_step}
 
 
 def run_only(args: argparse.Namespace) -> None:

@@ -22,16 +22,16 @@ Spark Connect too (with Delta on the server).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession, Window, functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
                                  change_events, quote, quoted, replay, slot, table_layout)
-from spark_replicate.session import Paths, read_tables
 
-__all__ = ["apply_changes", "apply_topic", "ApplyResult"]
+__all__ = ["apply_changes", "ApplyResult"]
 
 STATE_DIR = "_spark_replicate"
 _TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -41,6 +41,7 @@ _KEY_SEQUENCE, _DELETED = "__replicate_change_seq", "__replicate_deleted"
 # Whether the target held the key before the batch, and whether the key was live before its event.
 _EXISTED, _LIVE_BEFORE = "__replicate_existed", "__replicate_live_before"
 _BASELINE = "BASELINE"
+LAST_APPLIED = "__replicate_last_applied"
 _STAGED, _APPLIED = "staged", "applied"
 
 
@@ -67,13 +68,15 @@ class ApplyResult:
     """What one batch did. Type 1: ``inserted``, ``updated`` and ``deleted`` count the target's
     rows (keys); type 2: versions opened, versions closed, and keys deleted. ``ignored`` counts
     the input's change rows that were stale (not newer than their key's last applied change) or
-    duplicates. ``batch`` is the batch's number in the target's log."""
+    duplicates. ``batch`` is the batch's number in the target's log. ``held`` counts the change
+    rows held for a later run, their transaction not complete (``apply_topic(transactional=True)``)."""
 
     batch: int
     inserted: int
     updated: int
     deleted: int
     ignored: int
+    held: int = 0
 
 
 def apply_changes(changes: DataFrame, target: str, keys: list[str] | None = None, scd_type: int = 1,
@@ -96,38 +99,41 @@ def apply_changes(changes: DataFrame, target: str, keys: list[str] | None = None
         return _apply_batch(changes, target, layout, scd_type)
     if checkpoint_location is None:
         raise ValueError("a streaming DataFrame needs checkpoint_location: where the query keeps its progress")
-
-    def apply_micro_batch(batch: DataFrame, batch_id: int) -> None:
-        _apply_batch(batch, target, layout, scd_type, stream=(checkpoint_location, batch_id))
-
-    return (changes.writeStream.foreachBatch(apply_micro_batch)
+    return (changes.writeStream.foreachBatch(micro_batch_applier(changes, target, scd_type, checkpoint_location, keys))
             .option("checkpointLocation", checkpoint_location).start())
 
 
-def apply_topic(spark: SparkSession, path: Paths, target: str, schema_topic: Paths | None = None, scd_type: int = 1,
-                transactional: bool = False, continuous: bool = False, **reader_options: object) -> dict[str, ApplyResult]:
-    """Applies every table of a landed topic (the tables its metadata announces, as
-    :func:`spark_replicate.read_tables` reads them, with ``reader_options``) to its own Delta table
-    ``target/SCHEMA.TABLE``; returns ``{"SCHEMA.TABLE": ApplyResult}``.
+def micro_batch_applier(changes: DataFrame, target: str, scd_type: int, checkpoint_location: str,
+                        keys: list[str] | None = None) -> Callable[[DataFrame, int], None]:
+    """The ``foreachBatch`` function that applies each micro-batch of the stream ``changes`` (whose
+    checkpoint is ``checkpoint_location``) once, however often Spark runs it."""
+    layout = table_layout(changes, keys)
 
-    Each table's state is kept beside its Delta table, so a rerun, after a crash or once more
-    files have landed, finishes what was interrupted and applies only the changes not applied yet
-    (it reads the input again: the ones applied already are counted as ignored).
-    """
-    if transactional:
-        raise NotImplementedError("apply_topic(transactional=True) is not built yet: each table's changes are applied "
-                                  "as they come, not held until their transaction is complete; apply without it")
-    if continuous:
-        raise NotImplementedError("apply_topic(continuous=True) needs a streaming read of landed files, which is not "
-                                  "built yet; run apply_topic again as files land (each run applies what is new)")
-    tables = read_tables(spark, path, schema_topic=schema_topic, **reader_options)
-    results = {}
-    for name, changes in tables.items():
-        try:
-            results[name] = apply_changes(changes, f"{target.rstrip('/')}/{name}", scd_type=scd_type)
-        except ValueError as error:
-            raise ValueError(f"{name}: {error}") from error
-    return results
+    def apply_micro_batch(batch: DataFrame, batch_id: int) -> None:
+        _apply_batch(batch, target, layout, scd_type, stream=(checkpoint_location, batch_id))
+    return apply_micro_batch
+
+
+def applied_since(spark: SparkSession, target: str, batch: int) -> ApplyResult:
+    """The batches applied to the Delta table at path ``target`` after ``batch``, summed; ``batch``
+    is the last of them (the one given when there is none, 0 when the target has no log yet)."""
+    counts = ("inserted", "updated", "deleted", "ignored")
+    try:  # (Spark Connect analyses the read only when the row is asked for)
+        row = (spark.read.format("delta").load(f"{target}/{STATE_DIR}/batches")
+               .where((F.col("status") == _APPLIED) & (F.col("batch") > batch))
+               .agg(F.max("batch"), *(F.sum(c) for c in counts)).first())
+    except AnalysisException:  # not created yet: no batch applied
+        return ApplyResult(batch, 0, 0, 0, 0)
+    return ApplyResult(row[0] or batch, *(total or 0 for total in row[1:]))
+
+
+def applied_sequences(changes: DataFrame, target: str, scd_type: int = 1) -> DataFrame:
+    """Each key's last applied change sequence in ``target`` ('' for a full-load row): the key
+    columns and ``LAST_APPLIED``, once a batch that a run which died left staged is
+    finished; creates the target when absent, as :func:`apply_changes` does."""
+    state = _State(changes.sparkSession, target, changes, table_layout(changes, None), scd_type)
+    state.finish_interrupted(state.log())
+    return state.read_keys().select(*map(quoted, state.layout.keys), F.col(_KEY_SEQUENCE).alias(LAST_APPLIED))
 
 
 def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
@@ -143,8 +149,7 @@ def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
             if done[0].batch not in applied:
                 state.finish(done[0])
             return _result(done[0])
-    for batch in sorted(set(staged) - applied):
-        state.finish(staged[batch])
+    state.finish_interrupted(log)
     entry = state.stage(changes, max(staged, default=0) + 1, stream)
     state.finish(entry)
     return _result(entry)
@@ -182,11 +187,18 @@ class _State:
 
     # -- the batch
 
+    def finish_interrupted(self, log: list[_LogRow]) -> None:
+        """Finishes, from what was staged, the batches a run that died logged staged but not applied."""
+        applied = {row.batch for row in log if row.status == _APPLIED}
+        for row in sorted((row for row in log if row.status == _STAGED and row.batch not in applied),
+                          key=lambda row: row.batch):
+            self.finish(row)
+
     def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None):
         """Replays the batch's fresh changes after the target's rows into ``staged``; logs it."""
         layout = self.layout
         events = change_events(changes, layout)
-        known = self._read(self._keys_path)
+        known = self.read_keys()
         fresh = (events.join(known, layout.keys, "left")
                  .where(F.col(_KEY_SEQUENCE).isNull() | (F.coalesce(SEQUENCE, F.lit("")) > F.col(_KEY_SEQUENCE)))
                  .drop(_KEY_SEQUENCE, _DELETED))
@@ -280,6 +292,9 @@ class _State:
                            + ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in added) + ")")
 
     # -- the tables
+
+    def read_keys(self) -> DataFrame:
+        return self._read(self._keys_path)
 
     def log(self) -> list[_LogRow]:
         return [_LogRow(*row) for row in self._read(self._batches_path).collect()]

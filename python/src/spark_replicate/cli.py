@@ -124,10 +124,7 @@ def _show_current_state(spark, zone: generate.LandingZone, changes, table: str) 
 def _run_export(args: argparse.Namespace) -> int:
     from spark_replicate.export import ExportError, export
 
-    stop = threading.Event()
-    if args.continuous:  # SIGINT (Ctrl-C) or SIGTERM: stop each table's query between batches, exit 0
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop.set())
+    stop = _stop_on_signals() if args.continuous else threading.Event()
     spark = _session("export", args.master)
     try:
         export(spark, args.input, args.output, schema_topic=args.schema_topic, mode=args.mode,
@@ -141,22 +138,42 @@ def _run_export(args: argparse.Namespace) -> int:
         spark.stop()
 
 
-def _run_apply(args: argparse.Namespace) -> int:
-    from spark_replicate.apply import apply_topic
+def _stop_on_signals() -> threading.Event:
+    """Set on SIGINT (Ctrl-C) or SIGTERM: a continuous command stops each table's query between batches, exits 0."""
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
 
-    if args.transactional or args.continuous:
-        print(f"spark-replicate apply: --{'transactional' if args.transactional else 'continuous'} is not built yet; "
-              "apply without it (each run applies what is new)", file=sys.stderr)
+
+def _run_apply(args: argparse.Namespace) -> int:
+    from spark_replicate.export import ExportError
+    from spark_replicate.topic import ReplicateError, apply_continuously, apply_topic
+
+    if args.continuous and args.transactional:
+        print("spark-replicate apply: --transactional with --continuous is not built (each table is a stream of its "
+              "own); run --transactional as files land instead", file=sys.stderr)
         return 2
+    stop = _stop_on_signals() if args.continuous else None
+    target, reading = os.path.abspath(args.target), {} if args.mode is None else {"mode": args.mode}
     spark = _session("apply", args.master, delta=True)
     try:
-        results = apply_topic(spark, args.input, os.path.abspath(args.target), schema_topic=args.schema_topic, scd_type=args.scd_type,
-                              **({} if args.mode is None else {"mode": args.mode}))
+        if args.continuous:
+            results = apply_continuously(spark, args.input, target, args.schema_topic, args.scd_type,
+                                         args.transactional, args.interval, reading, progress=_progress("apply"),
+                                         should_stop=stop.is_set)
+        else:
+            results = apply_topic(spark, args.input, target, schema_topic=args.schema_topic, scd_type=args.scd_type,
+                                  transactional=args.transactional, **reading)
+    except (ReplicateError, ExportError) as e:
+        print(f"spark-replicate apply: {e}", file=sys.stderr)
+        return 2
     finally:
         spark.stop()
     for table, result in sorted(results.items()):
+        held = f", {result.held} held (transaction incomplete)" if args.transactional else ""
         print(f"{table}: batch {result.batch}: {result.inserted} inserted, {result.updated} updated, "
-              f"{result.deleted} deleted, {result.ignored} change rows ignored (stale or duplicate)")
+              f"{result.deleted} deleted, {result.ignored} change rows ignored (stale or duplicate){held}")
     return 0
 
 
@@ -180,6 +197,12 @@ def _add_landing_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", type=str.upper, choices=("FAILFAST", "PERMISSIVE", "DROPMALFORMED"),
                         help="what a malformed message does (the reader's `mode`; default FAILFAST)")
     parser.add_argument("--master", default="local[*]")
+
+
+def _add_continuous_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--continuous", action="store_true", help=f"keep running: {what}, until SIGINT or SIGTERM")
+    parser.add_argument("--interval", type=float, default=60, metavar="SECONDS",
+                        help="with --continuous, seconds between triggers (default 60)")
 
 
 def _reader_option(text: str) -> tuple[str, str]:
@@ -213,10 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                     "undone. A table that gains columns is restarted with them.")
     _add_landing_arguments(export)
     export.add_argument("--output", required=True, metavar="DIR")
-    export.add_argument("--continuous", action="store_true",
-                        help="keep running: export new files every --interval seconds until SIGINT or SIGTERM")
-    export.add_argument("--interval", type=float, default=60, metavar="SECONDS",
-                        help="with --continuous, seconds between triggers (default 60)")
+    _add_continuous_arguments(export, "export new files every --interval seconds")
     export.set_defaults(run=_run_export)
 
     apply = commands.add_parser(
@@ -228,8 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     apply.add_argument("--target", required=True, metavar="DIR")
     apply.add_argument("--scd-type", type=int, choices=(1, 2), default=1,
                        help="1: the current state (default); 2: the history, with __START_AT and __END_AT")
-    apply.add_argument("--transactional", action="store_true", help="not built yet: refused")
-    apply.add_argument("--continuous", action="store_true", help="not built yet: refused")
+    apply.add_argument("--transactional", action="store_true",
+                       help="apply whole transactions only; hold the rows of incomplete ones (and every change after "
+                            "them) under DIR/_spark_replicate/held for a later run")
+    _add_continuous_arguments(apply, "apply each table as a stream of the landed files, a batch every --interval "
+                                     "seconds (checkpoints under DIR/_spark_replicate/checkpoints)")
     apply.set_defaults(run=_run_apply)
 
     inspect = commands.add_parser(

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from spark_replicate.session import Paths, _path_list, list_tables
 
@@ -43,7 +43,10 @@ class TableResult:
 
 
 class _TableExport:
-    """One table's streaming query, started again from its checkpoint when its schema changed."""
+    """One table's streaming query, started again from its checkpoint when its schema changed.
+    Subclasses write somewhere else than Parquet files (``writer``) under the same layout."""
+
+    action = "exporting"
 
     def __init__(self, spark: SparkSession, inputs: list[str], output: str, table: str, options: dict[str, str],
                  trigger: dict[str, object]):
@@ -59,9 +62,21 @@ class _TableExport:
         # `paths` as spark.read.load(list) sets it: a stream's load() takes one path only.
         df = (self.spark.readStream.format("replicate").options(**self.options).option("table", self.table)
               .option("layout", "flat").option("paths", json.dumps(self.inputs)).load())
-        self.query = (df.writeStream.format("parquet").option("path", self.path)
-                      .option("checkpointLocation", self.checkpoint).trigger(**self.trigger)
-                      .queryName(f"spark-replicate export {self.table}").start())
+        self.query = (self.writer(df).option("checkpointLocation", self.checkpoint).trigger(**self.trigger)
+                      .queryName(f"spark-replicate {self.action} {self.table}").start())
+
+    def writer(self, df: DataFrame) -> DataStreamWriter:
+        return df.writeStream.format("parquet").option("path", self.path)
+
+    def stop(self) -> None:
+        """Stops the query between batches: once the batch it runs, if any, is done."""
+        while self.query is not None and self.query.isActive and self.query.status["isTriggerActive"]:
+            time.sleep(0.2)
+        if self.query is not None and self.query.isActive:
+            self.query.stop()
+
+    def batch_line(self, files: int, rows: int) -> str:
+        return f"{self.table}: {rows} row(s) written from {files} new input file(s)"
 
     def count_progress(self) -> list[tuple[int, int]]:
         """(files, rows) of each batch finished since the last call, added to the result."""
@@ -105,17 +120,27 @@ def export(spark: SparkSession, input_paths: Paths, output: str, schema_topic: P
     for as often), until ``should_stop()`` is true or the process is interrupted. ``log`` receives
     the result lines, ``progress`` a line per step and per batch written.
     """
+    return stream_tables(spark, input_paths, output, _TableExport, schema_topic, {} if mode is None else {"mode": mode},
+                         continuous, interval_seconds, log, progress, should_stop)
+
+
+def stream_tables(spark: SparkSession, input_paths: Paths, output: str, table_type: Callable[..., _TableExport],
+                  schema_topic: Paths | None, reading: dict[str, str], continuous: bool, interval_seconds: float,
+                  log: Callable[[str], None], progress: Callable[[str], None],
+                  should_stop: Callable[[], bool]) -> list[TableResult]:
+    """:func:`export` with each table's query made by ``table_type`` and read with the ``reading`` options."""
     inputs, output = _path_list(input_paths), output.rstrip("/")
-    reading = {} if mode is None else {"mode": mode}
     options = reading if schema_topic is None else {**reading, "schemaTopic": ",".join(_path_list(schema_topic))}
     metadata = _path_list(schema_topic) if schema_topic is not None else inputs
+    # `framing` describes the data paths; the schema topic's framing is always detected.
+    listing = reading if schema_topic is None else {k: v for k, v in reading.items() if k.lower() != "framing"}
     exports: dict[str, _TableExport] = {}
 
     def new_tables() -> list[_TableExport]:
-        tables = [t for t in list_tables(spark, metadata, **reading) if t not in exports]
+        tables = [t for t in list_tables(spark, metadata, **listing) if t not in exports]
         trigger = {"processingTime": f"{interval_seconds} seconds"} if continuous else {"availableNow": True}
         for table in tables:
-            exports[table] = _TableExport(spark, inputs, output, table, options, trigger)
+            exports[table] = table_type(spark, inputs, output, table, options, trigger)
         return [exports[t] for t in tables]
 
     progress(f"listing the tables of {', '.join(metadata)}")
@@ -126,8 +151,7 @@ def export(spark: SparkSession, input_paths: Paths, output: str, schema_topic: P
         _supervise(exports, new_tables if continuous else None, interval_seconds, progress, should_stop)
     finally:
         for table in exports.values():
-            if table.query is not None and table.query.isActive:
-                table.query.stop()
+            table.stop()
     results = [exports[name].result for name in sorted(exports)]
     _log_results(results, inputs, log)
     return results
@@ -139,7 +163,7 @@ def _supervise(exports: dict[str, _TableExport], new_tables: Callable[[], list[_
     stopped (``Trigger.AvailableNow``), or with ``new_tables`` (continuous) until ``should_stop()``,
     starting the queries of the tables it finds every ``interval_seconds``."""
     for number, table in enumerate(exports.values(), 1):
-        progress(f"exporting {table.table} ({number} of {len(exports)})")
+        progress(f"{table.action} {table.table} ({number} of {len(exports)})")
         table.start()
     listed = time.monotonic()
     try:
@@ -147,19 +171,19 @@ def _supervise(exports: dict[str, _TableExport], new_tables: Callable[[], list[_
             for table in exports.values():
                 active = table.query.isActive  # before its progress is counted: a stopped query's is all there
                 for files, rows in table.count_progress():
-                    progress(f"{table.table}: {rows} row(s) written from {files} new input file(s)")
+                    progress(table.batch_line(files, rows))
                 if not active:
                     failure = table.query.exception()
                     if failure is not None:
                         table.restart_after(failure)
                     elif new_tables is not None:
-                        raise ExportError(f"{table.table}: its query stopped; run the export again")
+                        raise ExportError(f"{table.table}: its query stopped; run the command again")
             if new_tables is None and not any(t.query.isActive for t in exports.values()):
                 return
             if new_tables is not None and time.monotonic() - listed >= interval_seconds:
                 listed = time.monotonic()
                 for table in new_tables():
-                    progress(f"new table {table.table}: exporting it")
+                    progress(f"new table {table.table}: {table.action} it")
                     table.start()
             time.sleep(min(0.5, interval_seconds))
     except KeyboardInterrupt:

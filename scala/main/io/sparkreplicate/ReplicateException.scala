@@ -53,6 +53,8 @@ object ErrorId {
   /** A stream's checkpoint does not hold what Spark's offsets say it does. */
   case object BadCheckpoint extends ErrorId("REPLICATE_BAD_CHECKPOINT", "55000")
   case object UnsupportedType extends ErrorId("REPLICATE_UNSUPPORTED_TYPE", "0A000")
+  /** A transactional apply of changes that lack the transaction headers (older Replicate versions). */
+  case object NoTransactionHeaders extends ErrorId("REPLICATE_NO_TRANSACTION_HEADERS", "0A000")
   /** A Kafka read without Spark's Kafka source on the session. */
   case object KafkaSourceMissing extends ErrorId("REPLICATE_KAFKA_SOURCE_MISSING", "42K02")
 }

@@ -1,6 +1,6 @@
 package io.sparkreplicate.cdc
 
-import org.apache.spark.sql.{Column, DataFrame}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.streaming.StreamingQuery
@@ -71,6 +71,17 @@ object Changes {
         ()
       }.start()
   }
+
+  /**
+   * Every table of landed topics (those the metadata of `schemaTopic`, else of `paths`, announces,
+   * read with `options`) applied to its own Delta table `target/SCHEMA.TABLE`: what each batch did,
+   * by `SCHEMA.TABLE`. A rerun finishes what was interrupted and applies only the changes not
+   * applied yet. With `transactional`, only whole transactions are applied; the rows held for a
+   * later run are counted in [[ApplyResult.held]].
+   */
+  def applyTopic(spark: SparkSession, paths: Seq[String], target: String, schemaTopic: Option[String] = None,
+      scdType: Int = 1, transactional: Boolean = false, options: Map[String, String] = Map.empty): Map[String, ApplyResult] =
+    TopicApply.run(spark, paths, target, schemaTopic, scdType, transactional, options)
 
   private[cdc] def quote(name: String): String = "`" + name.replace("`", "``") + "`"
 

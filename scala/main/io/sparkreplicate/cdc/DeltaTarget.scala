@@ -62,12 +62,26 @@ private[cdc] object DeltaTarget {
         if (!applied(row.batch)) state.finish(row)
         row.result
       case None =>
-        (staged.keySet -- applied).toSeq.sorted.foreach(batch => state.finish(staged(batch)))
+        state.finishInterrupted(log)
         val entry = state.stage(changes, (staged.keys.toSeq :+ 0L).max + 1, stream)
         state.finish(entry)
         entry.result
     }
   }
+
+  /**
+   * Each key's last applied change sequence in `target` ('' for a full-load row): the key columns
+   * and [[LastApplied]], once a batch that a run which died left staged is finished; creates the
+   * target when absent, as [[applyBatch]] does.
+   */
+  def appliedSequences(changes: DataFrame, target: String, layout: Layout, scdType: Int): DataFrame = {
+    checkScdType(scdType)
+    val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
+    state.finishInterrupted(state.log())
+    state.readKeys.select(layout.keys.map(quoted) :+ col(KeySequence).as(LastApplied): _*)
+  }
+
+  val LastApplied = "__replicate_last_applied"
 
   private def deltaName(path: String): String = s"delta.${quote(path)}"
 }
@@ -103,10 +117,16 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   }
   private val appId = "spark-replicate-" + detail(keys, "id")
 
+  /** Finishes, from what was staged, the batches a run that died logged staged but not applied. */
+  def finishInterrupted(log: Seq[LogRow]): Unit = {
+    val applied = log.filter(_.status == Applied).map(_.batch).toSet
+    log.filter(row => row.status == Staged && !applied(row.batch)).sortBy(_.batch).foreach(finish)
+  }
+
   /** Replays the batch's fresh changes after the target's rows into `staged`; logs it. */
   def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): LogRow = {
     val events = changeEvents(input, layout)
-    val fresh = events.join(read(keysPath), layout.keys, "left")
+    val fresh = events.join(readKeys, layout.keys, "left")
       .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
       .drop(KeySequence, Deleted)
     val perKey = Window.partitionBy(layout.keys.map(quoted): _*)
@@ -200,6 +220,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
         added.map(f => s"${quote(f.name)} ${f.dataType.sql}").mkString(", ") + ")")
     }
   }
+
+  def readKeys: DataFrame = read(keysPath)
 
   def log(): Seq[LogRow] = read(batchesPath).collect().toSeq.map { r =>
     LogRow(r.getLong(0), r.getString(1), Option(r.getString(2)), if (r.isNullAt(3)) None else Some(r.getLong(3)),

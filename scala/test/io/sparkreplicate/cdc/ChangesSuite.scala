@@ -104,4 +104,25 @@ class ChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
     val error = intercept[IllegalArgumentException](Changes.applyChanges(changes, target))
     assert(error.getMessage.contains("a history (SCD type 2) table: apply with scdType=2"))
   }
+
+  test("applyChangesStream: one micro-batch per landed file, stopped and restarted from its checkpoint") {
+    assume(delta, "no Delta Lake release is built for this Spark minor")
+    val (target, landed) = (deltaTable(), Files.createTempDirectory("landed"))
+    val checkpoint = landed.resolveSibling(landed.getFileName.toString + "-checkpoint").toString
+    def run(): Unit = {
+      val stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", "1")
+        .option("recursiveFileLookup", "true").parquet(landed.toString)
+      val query = Changes.applyChangesStream(stream, target, checkpoint)
+      try query.processAllAvailable() finally query.stop()
+    }
+    val (first, second) = (inTwoBatches.head, inTwoBatches.last)
+    first.coalesce(1).write.parquet(landed.resolve("1").toString)
+    run()
+    assert(spark.read.format("delta").load(target).collect().toSet == Changes.latestState(first).collect().toSet)
+    second.coalesce(1).write.parquet(landed.resolve("2").toString)
+    run()
+    assert(spark.read.format("delta").load(target).collect().toSet == Set(Row(1, "B", null), Row(3, "Y", "Oslo")))
+    val error = intercept[IllegalArgumentException](Changes.applyChangesStream(first, target, checkpoint))
+    assert(error.getMessage.contains("a batch DataFrame is applied once"))
+  }
 }

@@ -1,0 +1,130 @@
+"""The apply step of `make bench`: `apply_changes` and `latest_state` against the hand-written way,
+in the same session, and where each way's table differs from the truth.
+
+The changes are profile M's table (30 columns, its mix of operations, no full load) with UPDATEs
+whose column mask leaves unchanged columns out (``PARTIAL_MASKS``, as Oracle without full
+supplemental logging sends them) and UPDATEs that move a row to a new key (``KEY_CHANGES``). The
+hand-written way is what users write: the last change of each key by ``row_number`` over the change
+sequence, then one ``MERGE`` with a delete clause. The truth is the table the generator's simulated
+source database holds at the end (``LandingZone.final_state``), never the reader's.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+PARTIAL_MASKS = 0.2
+KEY_CHANGES = 0.02
+
+
+def handwritten_latest(changes, keys: list[str], columns: list[str]):
+    """The last change of each key, by change sequence: what a hand-written MERGE takes."""
+    from pyspark.sql import Window, functions as F
+
+    last = Window.partitionBy(*keys).orderBy(F.col("header__change_seq").desc_nulls_last())
+    return (changes.withColumn("__n", F.row_number().over(last)).where("__n = 1")
+            .select(*columns, "header__operation"))
+
+
+def handwritten_merge(spark, changes, target: str, keys: list[str], columns: list[str]) -> None:
+    """Creates the Delta table and MERGEs the last change of each key into it, deletes included."""
+    handwritten_latest(changes, keys, columns).limit(0).drop("header__operation").write.format("delta").save(target)
+    handwritten_latest(changes, keys, columns).createOrReplaceTempView("bench_latest")
+    quote = lambda name: f"`{name}`"  # noqa: E731
+    on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
+    spark.sql(f"MERGE INTO delta.`{target}` t USING bench_latest s ON {on} "
+              "WHEN MATCHED AND s.header__operation = 'DELETE' THEN DELETE "
+              f"WHEN MATCHED THEN UPDATE SET {', '.join(f'{quote(c)} = s.{quote(c)}' for c in columns)} "
+              f"WHEN NOT MATCHED AND s.header__operation != 'DELETE' THEN INSERT ({', '.join(map(quote, columns))}) "
+              f"VALUES ({', '.join(f's.{quote(c)}' for c in columns)})").collect()
+
+
+def differences(table, truth, keys: list[str], columns: list[str]) -> dict:
+    """Keys the table lacks, keys it has that the source does not, and rows with another value."""
+    from pyspark.sql import functions as F
+
+    value_columns = [c for c in columns if c not in keys]
+    joined = truth.alias("truth").join(table.alias("table"), keys, "full_outer").select(
+        F.col("truth.__present").alias("in_truth"), F.col("table.__present").alias("in_table"),
+        *((~F.col(f"truth.`{c}`").eqNullSafe(F.col(f"table.`{c}`"))).alias(f"differs_{i}")
+          for i, c in enumerate(value_columns)))
+    differs = functools.reduce(lambda a, b: a | b, (F.col(f"differs_{i}") for i in range(len(value_columns))))
+    both = F.col("in_truth").isNotNull() & F.col("in_table").isNotNull()
+    row = joined.agg(F.count_if(F.col("in_table").isNull()), F.count_if(F.col("in_truth").isNull()),
+                     F.count_if(both & differs)).first()
+    return {"keys_missing": row[0], "keys_extra": row[1], "rows_with_other_values": row[2]}
+
+
+def bench_apply(spark, table_def, messages: int, seed: int, runs: int, files: int,
+                operation_mix: tuple[float, float, float], log: Callable[..., None]) -> dict:
+    import spark_replicate
+    from spark_replicate import generate as gen
+
+    work = Path(tempfile.mkdtemp(prefix="bench-apply-"))
+    try:
+        log(f"  generating {messages:,} changes of {table_def.name} with partial masks and key changes ...")
+        zone = gen.generate_landing_zone(work / "landing", tables=[table_def], messages=messages, seed=seed,
+                                         files_per_topic=files, operation_mix=operation_mix, full_load=False,
+                                         keep_messages=False, partial_masks=PARTIAL_MASKS, key_changes=KEY_CHANGES)
+        changes = spark_replicate.read(spark, str(zone.topics[table_def.topic]), schema_topic=str(zone.schema_topic),
+                                       table=table_def.name)
+        changes = changes.persist()
+        rows = changes.count()
+        columns = [c.name for c in table_def.columns]
+        keys = [c.name for c in table_def.key_columns]
+        targets = iter(range(10 ** 6))
+
+        def ours() -> str:
+            target = str(work / f"ours-{next(targets)}")
+            spark_replicate.apply_changes(changes, target)
+            return target
+
+        def handwritten() -> str:
+            target = str(work / f"handwritten-{next(targets)}")
+            handwritten_merge(spark, changes, target, keys, columns)
+            return target
+
+        def latest_ours() -> None:
+            spark_replicate.latest_state(changes).write.format("noop").mode("overwrite").save()
+
+        def latest_handwritten() -> None:
+            handwritten_latest(changes, keys, columns).write.format("noop").mode("overwrite").save()
+
+        contenders = {"apply_changes": ours, "handwritten_merge": handwritten,
+                      "latest_state": latest_ours, "handwritten_latest": latest_handwritten}
+        times: dict[str, list[float]] = {name: [] for name in contenders}
+        made: dict[str, str] = {}
+        for round_number in range(runs + 1):  # the first round warms up
+            for name, action in contenders.items():
+                started = time.perf_counter()
+                result = action()
+                if round_number:
+                    times[name].append(round(time.perf_counter() - started, 3))
+                if result is not None:
+                    made[name] = result
+        truth_rows = [tuple(gen.expected_value(c, row.get(c.name)) for c in table_def.columns) + (True,)
+                      for row in zone.final_state(table_def.name).values()]
+        schema = spark.read.format("delta").load(made["apply_changes"]).schema.add("__present", "boolean")
+        truth = spark.createDataFrame(truth_rows, schema)
+        marked = {name: spark.read.format("delta").load(path).selectExpr("*", "true AS __present")
+                  for name, path in made.items()}
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        result = {
+            "profile": "M", "table": table_def.name, "messages": messages, "change_rows": rows,
+            "keys": len(truth_rows), "partial_masks": PARTIAL_MASKS, "key_changes": KEY_CHANGES, "runs": runs,
+            "times_s": times, "median_s": {name: round(m, 3) for name, m in medians.items()},
+            "apply_vs_handwritten": round(medians["handwritten_merge"] / medians["apply_changes"], 2),
+            "latest_state_vs_handwritten": round(medians["handwritten_latest"] / medians["latest_state"], 2),
+            "differences_from_truth": {name: differences(table, truth, keys, columns)
+                                       for name, table in marked.items()},
+        }
+        changes.unpersist()
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

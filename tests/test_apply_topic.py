@@ -1,0 +1,217 @@
+"""``apply_topic`` with ``transactional=True`` and ``continuous=True`` (README "Applying changes")
+against the generator's truth, on a zone whose transactions span HR.EMPLOYEES and HR.DEPARTMENTS
+and two partitions. Its messages land in batches, each a file per partition, cut inside
+transactions.
+
+Transactional: some events of the newest transactions come a batch late; after every batch each
+table must be the simulated source table as of the last commit before the oldest transaction not
+wholly landed (from the simulation's versions of each key, never from the reader), and at the end
+its final state. The Scala twin (``Changes.applyTopic``) applies one of the batches, continuing
+what Python applied. Continuous: ``spark-replicate apply --continuous`` follows the landing until
+SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.errors import AnalysisException
+
+import spark_replicate
+from conftest import DELTA, assert_same_rows, collect_plain, source_row
+from spark_replicate import topic
+from spark_replicate.generate import default_tables, generate_landing_zone
+
+needs_delta = pytest.mark.skipif(not DELTA, reason="no Delta Lake release serves this Spark minor")
+TABLES = ["HR.DEPARTMENTS", "HR.EMPLOYEES"]
+
+
+def hr_zone(root, **options):
+    return generate_landing_zone(root, tables=[t for t in default_tables() if t.topic == "hr"],
+                                 framing="length-prefixed", **options)
+
+
+@pytest.fixture(scope="module")
+def zone(tmp_path_factory):
+    return hr_zone(tmp_path_factory.mktemp("transactions") / "staged", messages=240, seed=331, files_per_topic=2,
+                   key_changes=0.2, partial_masks=0.4)
+
+
+def land(zone, messages: list, directory: Path, batch: int) -> None:
+    """``messages`` landed in ``directory`` as one length-prefixed file per partition."""
+    frames: dict[Path, list[bytes]] = {}
+    for path in {m.file for m in zone.messages}:
+        data, at = path.read_bytes(), 0
+        while at < len(data):
+            size = int.from_bytes(data[at:at + 4], "big")
+            frames.setdefault(path, []).append(data[at:at + 4 + size])
+            at += 4 + size
+    directory.mkdir(parents=True, exist_ok=True)
+    for partition in sorted({m.partition for m in messages}):
+        landing = directory / f"_batch-{batch}-part-{partition}.bin"  # skipped by readers until renamed
+        landing.write_bytes(b"".join(frames[m.file][m.offset] for m in messages if m.partition == partition))
+        landing.rename(directory / landing.name[1:])
+
+
+def state_at(zone, table: str, sequence: str | None) -> list[dict]:
+    """The source table right after the change ``sequence`` (None: after the full load), from the
+    versions of each key the simulation recorded."""
+    def live(version) -> bool:
+        opened = version.start_at is None or (sequence is not None and version.start_at <= sequence)
+        return opened and (version.end_at is None or (sequence is not None and version.end_at > sequence))
+    return [source_row(zone, table, v.row) for versions in zone.history(table).values() for v in versions if live(v)]
+
+
+def truth(zone, table: str) -> list[dict]:
+    return [source_row(zone, table, row) for row in zone.final_state(table).values()]
+
+
+def landing_batches(zone, batches: int, seed: int) -> list[list]:
+    """The data messages in commit order cut into ``batches`` at random points (inside
+    transactions), after the full load; in each but the last, some events after the first of
+    the newest transactions come one batch late."""
+    rng = random.Random(seed)
+    messages = zone.messages
+    first_change = next(i for i, m in enumerate(messages) if m.operation != "REFRESH")
+    cuts = sorted(rng.sample(range(first_change + 1, len(messages)), batches - 1)) + [len(messages)]
+    landed, late, result = 0, [], []
+    for cut in cuts:
+        batch, late = late + messages[landed:cut], []
+        if cut < len(messages):
+            recent = {m.headers["transactionId"] for m in messages[max(first_change, cut - 12):cut]}
+            late = [m for m in messages[landed:cut] if m.headers["transactionId"] in recent
+                    and m.headers["transactionEventCounter"] > 1 and rng.random() < 0.5]
+        late_ids = {id(m) for m in late}
+        result.append([m for m in batch if id(m) not in late_ids])
+        landed = cut
+    return result
+
+
+def last_whole_commit(zone, landed: set) -> str | None:
+    """The change sequence of the last change before the oldest transaction not wholly landed."""
+    missing = {m.headers["transactionId"] for m in zone.messages if id(m) not in landed}
+    last = None
+    for m in zone.messages:
+        if m.operation != "REFRESH":
+            if m.headers["transactionId"] in missing:
+                return last
+            last = m.headers["changeSequence"]
+    return last
+
+
+def apply_transactions(implementation: str, spark, landing, target, schema_topic) -> dict:
+    """``spark_replicate.apply_topic(transactional=True)``, or its Scala twin called through the JVM:
+    ``{table: held rows}``."""
+    if implementation == "python":
+        results = spark_replicate.apply_topic(spark, str(landing), str(target), schema_topic=str(schema_topic),
+                                              transactional=True)
+        return {table: result.held for table, result in results.items()}
+    jvm = spark._jvm
+    utils, scala = jvm.org.apache.spark.api.python.PythonUtils, jvm.io.sparkreplicate.cdc.Changes
+    results = scala.applyTopic(spark._jsparkSession, utils.toSeq([str(landing)]), str(target),
+                               jvm.scala.Option.apply(str(schema_topic)), 1, True, utils.toScalaMap({}))
+    java = jvm.scala.jdk.javaapi.CollectionConverters.asJava(results)
+    return {table: java.get(table).held() for table in java.keySet()}
+
+
+def delta_rows(spark, path) -> list[dict]:
+    return collect_plain(spark.read.format("delta").load(str(path)))
+
+
+@needs_delta
+@pytest.mark.slow
+def test_every_batch_shows_whole_transactions_and_the_last_the_source_tables(spark, zone, tmp_path, monkeypatch):
+    """The first batch fails after applying its first table (as if the process died there) and
+    is run again; every run ends with each table as of the same commit."""
+    landing, target = tmp_path / "landed", tmp_path / "lake"
+    landed, held = set(), []
+    for number, batch in enumerate(landing_batches(zone, 3, seed=3), 1):
+        land(zone, batch, landing / "hr", number)
+        landed.update(id(m) for m in batch)
+        if number == 1:
+            applied = topic._apply_table
+
+            def die_after_the_first_table(changes, target, name, scd_type):
+                result = applied(changes, target, name, scd_type)
+                raise RuntimeError("the process dies")
+            monkeypatch.setattr(topic, "_apply_table", die_after_the_first_table)
+            with pytest.raises(RuntimeError, match="the process dies"):
+                spark_replicate.apply_topic(spark, str(landing), str(target), schema_topic=str(zone.schema_topic),
+                                            transactional=True)
+            monkeypatch.setattr(topic, "_apply_table", applied)
+        implementation = "scala" if number == 2 else "python"
+        held.append(sum(apply_transactions(implementation, spark, landing, target, zone.schema_topic).values()))
+        commit = last_whole_commit(zone, landed)
+        for table in TABLES:
+            assert_same_rows(delta_rows(spark, target / table), state_at(zone, table, commit))
+    assert held[-1] == 0 and all(held[:-1]), held
+    for table in TABLES:
+        assert_same_rows(delta_rows(spark, target / table), truth(zone, table))
+
+
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+def test_without_transaction_headers_transactional_is_an_error(spark, tmp_path, implementation):
+    zone = hr_zone(tmp_path / "landing", messages=40, seed=332, headers_version="6.3")
+    with pytest.raises(Exception, match=r"\[REPLICATE_NO_TRANSACTION_HEADERS\] .*"
+                       r"change rows without them: HR.DEPARTMENTS \(\d+\), HR.EMPLOYEES \(\d+\)") as error:
+        apply_transactions(implementation, spark, zone.root, tmp_path / "lake", zone.schema_topic)
+    if implementation == "python":
+        assert error.value.getCondition() == "REPLICATE_NO_TRANSACTION_HEADERS"
+    assert not (tmp_path / "lake").exists()
+
+
+APPLY = """
+    import sys
+    from spark_replicate.cli import main
+    sys.exit(main(["apply", *{args!r}, "--master", "local[2]"]))
+"""
+
+# The command's session as small as the tests' own (the data is tiny: Spark's 200 shuffle partitions
+# would cost more than the work).
+SMALL_SESSION = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_SUBMIT_ARGS": "--conf spark.sql.shuffle.partitions=2 "
+                 "--conf spark.databricks.delta.snapshotPartitions=2 pyspark-shell"}
+
+
+@needs_delta
+@pytest.mark.slow
+def test_continuous_apply_follows_the_landing_until_sigterm(spark, zone, tmp_path):
+    landing, target, log = tmp_path / "landing" / "hr", tmp_path / "lake", tmp_path / "apply.log"
+    first = len(zone.messages) * 2 // 3
+    land(zone, zone.messages[:first], landing, 1)
+    args = [str(landing), "--target", str(target), "--schema-topic", str(zone.schema_topic), "--continuous",
+            "--interval", "1"]
+    with open(log, "wb") as out:
+        running = subprocess.Popen([sys.executable, "-c", textwrap.dedent(APPLY.format(args=args))], stdout=out,
+                                   stderr=subprocess.STDOUT, env={**os.environ, **SMALL_SESSION}, start_new_session=True)
+
+    def matches(table: str, rows: list[dict]) -> bool:
+        try:
+            assert_same_rows(collect_plain(spark.read.format("delta").load(str(target / table))), rows)
+            return True
+        except (pytest.fail.Exception, AnalysisException):  # not yet, or no Delta table there yet
+            return False
+
+    def wait_for(expected: dict[str, list[dict]]) -> None:
+        deadline = time.monotonic() + 240
+        while not all(matches(table, rows) for table, rows in expected.items()):
+            assert running.poll() is None, log.read_text()[-4000:]
+            assert time.monotonic() < deadline, log.read_text()[-4000:]
+            time.sleep(1)
+    try:
+        wait_for({t: state_at(zone, t, zone.messages[first - 1].headers["changeSequence"]) for t in TABLES})
+        land(zone, zone.messages[first:], landing, 2)
+        wait_for({t: truth(zone, t) for t in TABLES})
+    finally:
+        running.send_signal(signal.SIGTERM)  # to the command alone: it stops its queries and exits
+        code = running.wait(timeout=120)
+    output = log.read_text()
+    assert code == 0, output[-4000:]
+    assert "HR.EMPLOYEES: batch " in output and "spark-replicate apply: applying HR.EMPLOYEES" in output, output[-4000:]
