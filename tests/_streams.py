@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 
@@ -46,6 +50,26 @@ class Landing:
 
     def land_all(self) -> None:
         self.land(sorted(self.staged.files, key=lambda p: (p.parent != self.staged.schema_topic, p)))
+
+
+def checkpoint_batches(checkpoint: Path, log: str) -> set[int]:
+    """The batches in a query checkpoint's ``offsets`` (planned) or ``commits`` log."""
+    folder = checkpoint / log
+    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
+
+
+def kill_when(process: subprocess.Popen, ready: Callable[[], bool], log: Path, what: str) -> None:
+    """SIGKILL to the process's group as soon as ``ready()`` holds, as a crash would strike it;
+    fails if the process exits first or ``what`` has not happened within three minutes."""
+    deadline = time.monotonic() + 180
+    try:
+        while not ready():
+            assert process.poll() is None, log.read_text()[-4000:]
+            assert time.monotonic() < deadline, f"{what} in time"
+            time.sleep(0.01)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
 
 
 def reader(landing: Landing, **options) -> dict:

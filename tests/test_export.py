@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import spark_replicate
-from _streams import Landing
+from _streams import Landing, checkpoint_batches, kill_when
 from conftest import assert_same_rows, collect_plain, error_text, evolving_tables, expected_rows, run_python
 from spark_replicate.export import ExportError, export
 from spark_replicate.generate import ColumnDef, TableDef, default_tables, generate_landing_zone
@@ -165,9 +165,7 @@ def export_process(args: list[str], log: Path) -> subprocess.Popen:
 
 def batch_in_flight(checkpoints: Path) -> bool:
     """Some table's query has planned a batch (in its offset log) and not committed it."""
-    def batches(folder: Path) -> set[str]:
-        return {p.name for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
-    return any(batches(c / "offsets") - batches(c / "commits") for c in checkpoints.glob("*"))
+    return any(checkpoint_batches(c, "offsets") - checkpoint_batches(c, "commits") for c in checkpoints.glob("*"))
 
 
 @pytest.mark.slow
@@ -175,15 +173,8 @@ def test_an_export_killed_mid_batch_is_redone_exactly_by_the_next_run(spark, zon
     output = tmp_path / "out"
     args = [str(zone), "--output", str(output), "--schema-topic", str(zone / "_schema"), "--mode", "dropmalformed"]
     killed = export_process(args, tmp_path / "killed.log")
-    try:
-        deadline = time.monotonic() + 180
-        while not batch_in_flight(output / "_spark_replicate" / "checkpoints"):
-            assert killed.poll() is None, (tmp_path / "killed.log").read_text()[-4000:]
-            assert time.monotonic() < deadline, "the export planned no batch in time"
-            time.sleep(0.01)
-    finally:
-        os.killpg(killed.pid, signal.SIGKILL)
-        killed.wait(timeout=30)
+    kill_when(killed, lambda: batch_in_flight(output / "_spark_replicate" / "checkpoints"), tmp_path / "killed.log",
+              "the export planned no batch")
 
     # The installed command, twice in one fresh process: the first run finishes the job, the second has nothing to do.
     result = run_python(f"""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -19,14 +18,9 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, functions as F
 
-from _streams import Landing, as_json, batch, evolving_table, rows, stream
+from _streams import Landing, as_json, batch, checkpoint_batches, evolving_table, kill_when, rows, stream
 from conftest import spark_conf
 from spark_replicate.generate import LandingZone, generate_landing_zone
-
-
-def checkpoint_batches(checkpoint: Path, log: str) -> set[int]:
-    folder = checkpoint / log
-    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
 
 
 def source_metrics(query) -> list[dict[str, int]]:
@@ -258,18 +252,11 @@ def test_a_driver_killed_mid_batch_resumes_exactly_once_from_its_checkpoint(spar
     landing.land_messages(staged.messages[:120])
     driver = crash_driver(tmp_path, landing, available_now=False, log="killed.log")
     checkpoint = tmp_path / "checkpoint"
-    try:
-        landing.land_messages(staged.messages[120:])  # lands while the query runs
-        deadline = time.monotonic() + 180
-        # Killed once a batch is planned (in the offset log) and not yet committed, after a first commit.
-        while not (checkpoint_batches(checkpoint, "commits")
-                   and checkpoint_batches(checkpoint, "offsets") - checkpoint_batches(checkpoint, "commits")):
-            assert driver.poll() is None, (tmp_path / "killed.log").read_text()[-4000:]
-            assert time.monotonic() < deadline, "the streaming driver committed no batch in time"
-            time.sleep(0.01)
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=30)
+    landing.land_messages(staged.messages[120:])  # lands while the query runs
+    # Killed once a batch is planned (in the offset log) and not yet committed, after a first commit.
+    kill_when(driver, lambda: bool(checkpoint_batches(checkpoint, "commits")
+                                   and checkpoint_batches(checkpoint, "offsets") - checkpoint_batches(checkpoint, "commits")),
+              tmp_path / "killed.log", "the streaming driver committed no batch")
 
     restarted = crash_driver(tmp_path, landing, available_now=True, log="restarted.log")
     assert restarted.wait(timeout=240) == 0, (tmp_path / "restarted.log").read_text()[-4000:]
