@@ -11,11 +11,11 @@ columns cannot show:
 
 A batch is (1) staged: the input's changes newer than their key's last applied one, replayed
 (:func:`spark_replicate.cdc.replay`) after the row the target holds for the key, written to
-``staged`` and logged; (2) merged from ``staged`` into the target, then into ``keys``, each commit
-tagged with Delta's txnAppId/txnVersion (the batch number), so that Delta skips a commit it
-already made; (3) logged applied. Every call first finishes a batch that was staged but never
-logged applied (a run that died), from ``staged`` as it was, so a crash anywhere followed by a
-rerun leaves the table a clean run leaves. Uses only the DataFrame API and SQL, so it runs on
+``staged`` and logged; (2) merged from ``staged`` into the target, then into ``keys``; (3) logged
+applied. Both MERGEs are idempotent (merging the same staged rows again leaves the table as it
+was), and every call first finishes a batch that was staged but never logged applied (a run that
+died), from ``staged`` as it was, so a crash anywhere followed by a rerun leaves the table a clean
+run leaves. Uses only the DataFrame API and SQL, so it runs on
 Spark Connect too (with Delta on the server).
 """
 
@@ -34,8 +34,6 @@ from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK,
 __all__ = ["apply_changes", "ApplyResult"]
 
 STATE_DIR = "_spark_replicate"
-_TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
-_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 # Columns of the keys table beside the key columns, and of the staged table beside the table's.
 _KEY_SEQUENCE, _DELETED = "__replicate_change_seq", "__replicate_deleted"
 # Whether the target held the key before the batch, and whether the key was live before its event.
@@ -132,16 +130,15 @@ def applied_sequences(changes: DataFrame, target: str, scd_type: int = 1) -> Dat
     columns and ``LAST_APPLIED``, once a batch that a run which died left staged is
     finished; creates the target when absent, as :func:`apply_changes` does."""
     state = _State(changes.sparkSession, target, changes, table_layout(changes, None), scd_type)
-    state.finish_interrupted(state.log())
+    state.finish_interrupted()
     return state.read_keys().select(*map(quoted, state.layout.keys), F.col(_KEY_SEQUENCE).alias(LAST_APPLIED))
 
 
 def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
                  stream: tuple[str, int] | None = None) -> ApplyResult:
     state = _State(changes.sparkSession, target, changes, layout, scd_type)
-    log = state.log()
-    applied = {row.batch for row in log if row.status == _APPLIED}
-    staged = {row.batch: row for row in log if row.status == _STAGED}
+    applied = {row.batch for row in state.log if row.status == _APPLIED}
+    staged = {row.batch: row for row in state.log if row.status == _STAGED}
     if stream is not None:
         # Spark runs a micro-batch again after a failure: it may have been applied, or staged.
         done = [row for row in staged.values() if (row.stream, row.stream_batch) == stream]
@@ -149,7 +146,7 @@ def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
             if done[0].batch not in applied:
                 state.finish(done[0])
             return _result(done[0])
-    state.finish_interrupted(log)
+    state.finish_interrupted()
     entry = state.stage(changes, max(staged, default=0) + 1, stream)
     state.finish(entry)
     return _result(entry)
@@ -170,27 +167,37 @@ class _State:
             raise ValueError(f"target {target!r} is a relative path: pass an absolute path or a URI "
                              "(file:/..., s3a://...), or a table name")
         self.target = _delta_name(target) if self._target_path else target
-        table_columns = changes.select(*map(quoted, layout.columns)).limit(0)
-        if scd_type == 2:
+        if not self._target_path:  # its location is needed first: created at once, if absent
+            self._create_target(changes, target)
+        location = self._target_path or self._detail(self.target, "location")
+        state = location.rstrip("/") + "/" + STATE_DIR
+        self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
+        self.keys, self.staged = _delta_name(self._keys_path), _delta_name(self._staged_path)
+        try:  # the log is made last: where it is, the target and the keys are
+            self.log = [_LogRow(*row) for row in self._read(self._batches_path).collect()]
+        except AnalysisException:
+            self._create_target(changes, target)
+            changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE), F.lit(False).alias(_DELETED)) \
+                .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
+            spark.createDataFrame([], _LOG_SCHEMA).write.format("delta").mode("ignore").save(self._batches_path)
+            self.log = []
+        self._check_kind(target)
+        self._check_keys()
+
+    def _create_target(self, changes: DataFrame, target: str) -> None:
+        """The target with the table's columns (type 2: and the version columns), unless it exists."""
+        table_columns = changes.select(*map(quoted, self.layout.columns)).limit(0)
+        if self.scd_type == 2:
             table_columns = table_columns.select("*", *(F.lit(None).cast("string").alias(c) for c in (START_AT, END_AT)))
         writer = table_columns.write.format("delta").mode("ignore")
         writer.save(target) if self._target_path else writer.saveAsTable(target)
-        self._check_kind(target)
-        state = self._detail(self.target, "location").rstrip("/") + "/" + STATE_DIR
-        self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
-        self.keys, self.staged = _delta_name(self._keys_path), _delta_name(self._staged_path)
-        changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE), F.lit(False).alias(_DELETED)) \
-            .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
-        spark.createDataFrame([], _LOG_SCHEMA).write.format("delta").mode("ignore").save(self._batches_path)
-        self._check_keys()
-        self.app_id = "spark-replicate-" + self._detail(self.keys, "id")
 
     # -- the batch
 
-    def finish_interrupted(self, log: list[_LogRow]) -> None:
+    def finish_interrupted(self) -> None:
         """Finishes, from what was staged, the batches a run that died logged staged but not applied."""
-        applied = {row.batch for row in log if row.status == _APPLIED}
-        for row in sorted((row for row in log if row.status == _STAGED and row.batch not in applied),
+        applied = {row.batch for row in self.log if row.status == _APPLIED}
+        for row in sorted((row for row in self.log if row.status == _STAGED and row.batch not in applied),
                           key=lambda row: row.batch):
             self.finish(row)
 
@@ -208,7 +215,7 @@ class _State:
         replayed.select("*", (F.min(RANK).over(per_key) == 0).alias(_EXISTED),
                         F.coalesce(previous != DELETE, F.lit(False)).alias(_LIVE_BEFORE)).write.format("delta").mode("overwrite") \
             .option("overwriteSchema", "true").save(self._staged_path)
-        counts = self._counts(changes.count())
+        counts = self._counts(changes)
         entry = _LogRow(batch, _STAGED, *(stream or (None, None)), *counts)
         self._log(entry)
         return entry
@@ -229,7 +236,8 @@ class _State:
                         *(F.struct((quoted(c) if c in present else F.lit(None)).alias("v"))
                           .cast(slot_types[slot(i)]).alias(slot(i)) for i, c in enumerate(layout.values))))
 
-    def _counts(self, input_rows: int) -> tuple[int, int, int, int]:
+    def _counts(self, changes: DataFrame) -> tuple[int, int, int, int]:
+        """The batch's counts from ``staged``, and its input's rows, in one job."""
         staged = self._read(self._staged_path)
         change, live = F.col(RANK) == 1, F.col(OPERATION) != DELETE
         last_delete = F.col(LAST) & ~live
@@ -239,8 +247,9 @@ class _State:
         else:
             counted = (change & live, F.col(RANK) == 0, last_delete & F.col(_LIVE_BEFORE))
         applied = change & ~F.col(DERIVED)
-        row = staged.select(*(F.count_if(c).alias(f"c{i}") for i, c in enumerate((*counted, applied)))).first()
-        return row.c0, row.c1, row.c2, input_rows - row.c3
+        row = (staged.select(*(F.count_if(c).alias(f"c{i}") for i, c in enumerate((*counted, applied))))
+               .crossJoin(changes.select(F.count(F.lit(1)).alias("input"))).first())
+        return row.c0, row.c1, row.c2, row.input - row.c3
 
     def finish(self, entry: _LogRow) -> None:
         """MERGE ``staged`` into the target and the keys, then log the batch applied."""
@@ -263,24 +272,15 @@ class _State:
                      f"WHEN NOT MATCHED THEN INSERT ({names}, {START_AT}, {END_AT}) "
                      f"VALUES ({values}, s.{START_AT}, s.{END_AT})")
         key_names = ", ".join(map(quote, layout.keys))
-        self._tagged(merge, entry.batch)
-        self._tagged(f"MERGE INTO {self.keys} t USING (SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
-                     f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST}) s ON {on} "
-                     f"WHEN MATCHED THEN UPDATE SET {_KEY_SEQUENCE} = s.{_KEY_SEQUENCE}, {_DELETED} = s.{_DELETED} "
-                     f"WHEN NOT MATCHED THEN INSERT *", entry.batch)
+        self._merge(merge)
+        self._merge(f"MERGE INTO {self.keys} t USING (SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
+                    f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST}) s ON {on} "
+                    f"WHEN MATCHED THEN UPDATE SET {_KEY_SEQUENCE} = s.{_KEY_SEQUENCE}, {_DELETED} = s.{_DELETED} "
+                    f"WHEN NOT MATCHED THEN INSERT *")
         self._log(entry._replace(status=_APPLIED))
 
-    def _tagged(self, statement: str, batch: int) -> None:
-        """Runs a Delta write tagged (txnAppId, txnVersion) = (this target's, ``batch``): Delta
-        skips it when that version of that application already committed to the table."""
-        conf = self.spark.conf
-        conf.set(_TXN_APP_ID, self.app_id)
-        conf.set(_TXN_VERSION, str(batch))
-        try:
-            self.spark.sql(statement).collect()
-        finally:
-            conf.unset(_TXN_APP_ID)
-            conf.unset(_TXN_VERSION)
+    def _merge(self, statement: str) -> None:
+        self.spark.sql(statement).collect()
 
     def _add_new_columns(self) -> None:
         """Columns the source added since the target was created (a dropped one stays)."""
@@ -295,9 +295,6 @@ class _State:
 
     def read_keys(self) -> DataFrame:
         return self._read(self._keys_path)
-
-    def log(self) -> list[_LogRow]:
-        return [_LogRow(*row) for row in self._read(self._batches_path).collect()]
 
     def _log(self, entry: _LogRow) -> None:
         self.spark.createDataFrame([tuple(entry)], _LOG_SCHEMA).write.format("delta").mode("append") \

@@ -2,7 +2,7 @@ package io.sparkreplicate.cdc
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
+import org.apache.spark.sql.{AnalysisException, Column, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType}
@@ -22,8 +22,6 @@ import io.sparkreplicate.cdc.Changes._
  */
 private[cdc] object DeltaTarget {
   val StateDir = "_spark_replicate"
-  private val TxnAppId = "spark.databricks.delta.write.txnAppId"
-  private val TxnVersion = "spark.databricks.delta.write.txnVersion"
   private val KeySequence = "__replicate_change_seq"
   private val Deleted = "__replicate_deleted"
   // Whether the target held the key before the batch, and whether the key was live before its event.
@@ -50,9 +48,8 @@ private[cdc] object DeltaTarget {
       stream: Option[(String, Long)]): ApplyResult = {
     checkScdType(scdType)
     val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
-    val log = state.log()
-    val applied = log.filter(_.status == Applied).map(_.batch).toSet
-    val staged = log.filter(_.status == Staged).map(row => row.batch -> row).toMap
+    val applied = state.log.filter(_.status == Applied).map(_.batch).toSet
+    val staged = state.log.filter(_.status == Staged).map(row => row.batch -> row).toMap
     // Spark runs a micro-batch again after a failure: it may have been applied, or staged.
     val again = stream.flatMap { case (location, id) =>
       staged.values.find(row => row.stream.contains(location) && row.streamBatch.contains(id))
@@ -62,7 +59,7 @@ private[cdc] object DeltaTarget {
         if (!applied(row.batch)) state.finish(row)
         row.result
       case None =>
-        state.finishInterrupted(log)
+        state.finishInterrupted()
         val entry = state.stage(changes, (staged.keys.toSeq :+ 0L).max + 1, stream)
         state.finish(entry)
         entry.result
@@ -77,7 +74,7 @@ private[cdc] object DeltaTarget {
   def appliedSequences(changes: DataFrame, target: String, layout: Layout, scdType: Int): DataFrame = {
     checkScdType(scdType)
     val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
-    state.finishInterrupted(state.log())
+    state.finishInterrupted()
     state.readKeys.select(layout.keys.map(quoted) :+ col(KeySequence).as(LastApplied): _*)
   }
 
@@ -94,31 +91,39 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   require(targetPath.forall(path => path.startsWith("/") || path.takeWhile(_ != '/').contains(':')),
     s"target $name is a relative path: pass an absolute path or a URI (file:/..., s3a://...), or a table name")
   private val target = targetPath.map(deltaName).getOrElse(name)
+  if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
+  private val state = targetPath.getOrElse(detail(target, "location")).stripSuffix("/") + "/" + StateDir
+  private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
+  private val (keys, staged) = (deltaName(keysPath), deltaName(stagedPath))
+  /** The batches log; made last, so where it is, the target and the keys are. */
+  val log: Seq[LogRow] = try readLog() catch {
+    case _: AnalysisException =>
+      createTarget()
+      changes.select(layout.keys.map(quoted) :+ lit("").as(KeySequence) :+ lit(false).as(Deleted): _*).limit(0)
+        .write.format("delta").mode("ignore").save(keysPath)
+      spark.createDataFrame(Seq.empty[Row].asJava, LogSchema).write.format("delta").mode("ignore").save(batchesPath)
+      Nil
+  }
   locally {
+    val history = columnsOf(target).contains(StartAt)
+    require(history == (scdType == 2), s"$name is ${if (history) "a history (SCD type 2)" else
+      "a current-state (SCD type 1)"} table: apply with scdType=${if (history) 2 else 1}, or choose another target")
+    val known = columnsOf(keys).filterNot(Set(KeySequence, Deleted))
+    require(known == layout.keys, s"$name was applied with the keys ${known.mkString(", ")}, not " +
+      s"${layout.keys.mkString(", ")}: pass keys = ${known.map(k => s"\"$k\"").mkString("Seq(", ", ", ")")}, or choose another target")
+  }
+
+  /** The target with the table's columns (type 2: and the version columns), unless it exists. */
+  private def createTarget(): Unit = {
     val columns = changes.select(layout.columns.map(quoted): _*).limit(0)
     val tableColumns = if (scdType == 1) columns
       else columns.select(col("*") +: Seq(StartAt, EndAt).map(c => lit(null).cast(StringType).as(c)): _*)
     val writer = tableColumns.write.format("delta").mode("ignore")
     targetPath.fold(writer.saveAsTable(name))(writer.save)
-    val history = columnsOf(target).contains(StartAt)
-    require(history == (scdType == 2), s"$name is ${if (history) "a history (SCD type 2)" else
-      "a current-state (SCD type 1)"} table: apply with scdType=${if (history) 2 else 1}, or choose another target")
   }
-  private val state = detail(target, "location").stripSuffix("/") + "/" + StateDir
-  private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
-  private val (keys, staged) = (deltaName(keysPath), deltaName(stagedPath))
-  locally {
-    changes.select(layout.keys.map(quoted) :+ lit("").as(KeySequence) :+ lit(false).as(Deleted): _*).limit(0)
-      .write.format("delta").mode("ignore").save(keysPath)
-    spark.createDataFrame(Seq.empty[Row].asJava, LogSchema).write.format("delta").mode("ignore").save(batchesPath)
-    val known = columnsOf(keys).filterNot(Set(KeySequence, Deleted))
-    require(known == layout.keys, s"$name was applied with the keys ${known.mkString(", ")}, not " +
-      s"${layout.keys.mkString(", ")}: pass keys = ${known.map(k => s"\"$k\"").mkString("Seq(", ", ", ")")}, or choose another target")
-  }
-  private val appId = "spark-replicate-" + detail(keys, "id")
 
   /** Finishes, from what was staged, the batches a run that died logged staged but not applied. */
-  def finishInterrupted(log: Seq[LogRow]): Unit = {
+  def finishInterrupted(): Unit = {
     val applied = log.filter(_.status == Applied).map(_.batch).toSet
     log.filter(row => row.status == Staged && !applied(row.batch)).sortBy(_.batch).foreach(finish)
   }
@@ -135,7 +140,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       .select(col("*"), (min(col(Rank)).over(perKey) === 0).as(Existed),
         coalesce(previous =!= Delete, lit(false)).as(LiveBefore))
       .write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(stagedPath)
-    val (inserted, updated, deleted, ignored) = counts(input.count())
+    val (inserted, updated, deleted, ignored) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     appendLog(entry)
     entry
@@ -157,7 +162,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
         }: _*)
   }
 
-  private def counts(inputRows: Long): (Long, Long, Long, Long) = {
+  /** The batch's counts from `staged`, and its input's rows, in one job. */
+  private def counts(input: DataFrame): (Long, Long, Long, Long) = {
     val (change, live) = (col(Rank) === 1, col(Operation) =!= Delete)
     val lastDelete = col(Last) && !live
     val counted: Seq[Column] = if (scdType == 1) {
@@ -165,8 +171,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     } else {
       Seq(change && live, col(Rank) === 0, lastDelete && col(LiveBefore))
     }
-    val row = read(stagedPath).select((counted :+ (change && !col(Derived))).map(count_if): _*).head()
-    (row.getLong(0), row.getLong(1), row.getLong(2), inputRows - row.getLong(3))
+    val row = read(stagedPath).select((counted :+ (change && !col(Derived))).map(count_if): _*)
+      .crossJoin(input.select(count(lit(1)))).head()
+    (row.getLong(0), row.getLong(1), row.getLong(2), row.getLong(4) - row.getLong(3))
   }
 
   /** MERGE `staged` into the target and the keys, then log the batch applied. */
@@ -189,26 +196,12 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
         s"WHEN NOT MATCHED THEN INSERT ($names, $StartAt, $EndAt) VALUES ($values, s.$StartAt, s.$EndAt)"
     }
     val keyNames = layout.keys.map(quote).mkString(", ")
-    tagged(merge, entry.batch)
-    tagged(s"MERGE INTO $keys t USING (SELECT $keyNames, coalesce($StartAt, '') AS $KeySequence, " +
+    spark.sql(merge).collect()
+    spark.sql(s"MERGE INTO $keys t USING (SELECT $keyNames, coalesce($StartAt, '') AS $KeySequence, " +
       s"$Operation = '$Delete' AS $Deleted FROM $staged WHERE $Last) s ON $on " +
       s"WHEN MATCHED THEN UPDATE SET $KeySequence = s.$KeySequence, $Deleted = s.$Deleted " +
-      "WHEN NOT MATCHED THEN INSERT *", entry.batch)
+      "WHEN NOT MATCHED THEN INSERT *").collect()
     appendLog(entry.copy(status = Applied))
-  }
-
-  /**
-   * Runs a Delta write tagged (txnAppId, txnVersion) = (this target's, `batch`): Delta skips it
-   * when that version of that application already committed to the table.
-   */
-  private def tagged(statement: String, batch: Long): Unit = {
-    spark.conf.set(TxnAppId, appId)
-    spark.conf.set(TxnVersion, batch.toString)
-    try spark.sql(statement).collect()
-    finally {
-      spark.conf.unset(TxnAppId)
-      spark.conf.unset(TxnVersion)
-    }
   }
 
   /** Columns the source added since the target was created (a dropped one stays). */
@@ -223,7 +216,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
 
   def readKeys: DataFrame = read(keysPath)
 
-  def log(): Seq[LogRow] = read(batchesPath).collect().toSeq.map { r =>
+  private def readLog(): Seq[LogRow] = read(batchesPath).collect().toSeq.map { r =>
     LogRow(r.getLong(0), r.getString(1), Option(r.getString(2)), if (r.isNullAt(3)) None else Some(r.getLong(3)),
       r.getLong(4), r.getLong(5), r.getLong(6), r.getLong(7))
   }
