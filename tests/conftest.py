@@ -513,9 +513,10 @@ def run_python(code: str, *, timeout: float = 180, env: dict | None = None):
     CompletedProcess with text stdout/stderr."""
     import subprocess
     import textwrap
+    from _cluster import dies_with_parent
     full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=full_env)
+                          timeout=timeout, env=full_env, preexec_fn=dies_with_parent())
 
 
 # --------------------------------------------------------------------------------------------
