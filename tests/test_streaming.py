@@ -71,6 +71,7 @@ def test_files_landed_while_the_query_runs_are_each_read_once(spark, staged, lan
     assert any(m["filesBehind"] > 0 for m in metrics) and all(m["malformed"] == 0 for m in metrics)
 
 
+@pytest.mark.smoke
 def test_available_now_reads_the_files_landed_at_start_in_limited_batches(spark, staged, landing, tmp_path):
     hr = [m for m in staged.messages if m.topic == "hr"]
     landing.land_messages(hr[:70])
