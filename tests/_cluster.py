@@ -143,7 +143,7 @@ def wait_for(condition, what: str, daemons: list[Daemon], timeout: float = START
         value = condition()
         if value:
             return value
-        time.sleep(0.5)
+        time.sleep(0.1)
     pytest.fail(f"timed out waiting for {what}:\n" + "\n".join(d.log.read_text()[-3000:] for d in daemons))
 
 

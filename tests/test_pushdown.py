@@ -11,6 +11,7 @@ import shutil
 
 import fastavro
 import pytest
+from pyspark.sql import functions as F
 
 from conftest import assert_same_rows, collect_plain, raises_replicate, read_metrics, read_table, smoke_cases
 from spark_replicate.generate import encode_envelope
@@ -91,11 +92,11 @@ def test_a_pushed_filter_returns_what_spark_alone_returns(spark, evolving, condi
 
 def test_the_filters_are_not_trivial_on_this_zone(spark, evolving):
     """Guards the premise: each filter keeps some rows and removes others, except IS NULL."""
-    df = read_table(spark, evolving, ITEMS)
-    unfiltered = spark.createDataFrame(df.collect(), df.schema)  # as unpushed() has it, read once
+    # Counted by Spark alone, in one job: a condition inside an aggregate is not pushed to the scan.
+    counts = read_table(spark, evolving, ITEMS).select(
+        *[F.expr(f"count_if({condition})") for condition, _ in FILTERS]).first()
     total = len(evolving.messages)
-    for condition, _ in FILTERS:
-        n = unfiltered.where(condition).count()
+    for (condition, _), n in zip(FILTERS, counts):
         assert (n == 0) if "IS NULL" in condition else (0 < n < total), condition
 
 
