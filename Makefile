@@ -31,7 +31,7 @@ scala-test:
 # server and Kafka broker: most of a test's time is Spark's and Delta's fixed costs per job, which
 # two processes overlap well even on two cores. Idle workers steal queued tests from busy ones.
 TEST_WORKERS ?= 2
-PYTEST := -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+PYTEST = -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 python-test: install
 	$(PY) $(PYTEST) tests
@@ -61,9 +61,11 @@ install: $(WHEEL) $(VENV)/bin/python
 
 # `make smoke PYSPARK=4.2.1`: the tests marked `smoke` on that pyspark, in a virtual environment of
 # its own (.venv-pyspark-4.2.1) that has that pyspark before the wheel comes, as a user's has. No
-# smoke test needs Delta Lake, so the smoke runs leave it off the test session.
+# smoke test needs Delta Lake, so the smoke runs leave it off the test session. They are few, so
+# one process runs them: a second would start a second Spark session and Connect server for them.
 SMOKE_PY = .venv-pyspark-$(PYSPARK)/bin/python
 
+smoke: TEST_WORKERS = 1
 smoke: $(WHEEL)
 	@test -n "$(PYSPARK)" || { echo "name the pyspark to run on: make smoke PYSPARK=4.2.1" >&2; exit 2; }
 	$(MAKE) .venv-pyspark-$(PYSPARK)/installed

@@ -48,6 +48,8 @@ lazy val root = (project in file("."))
       Seq(file)
     }.taskValue,
     Test / fork := true,
+    // Each test's duration in the output (-oD), so that slow suites show in CI logs.
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     Test / parallelExecution := false,
     Test / javaOptions ++= Seq("-Xmx2g", "-Duser.timezone=UTC") ++ JavaModules.opens ++
       // `bin/sbt -Dreplicate.fuzz.cases=1000000 ...` reaches the forked test JVM.

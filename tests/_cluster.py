@@ -1,9 +1,11 @@
 """A Spark standalone cluster for the tests: a master and workers started with pyspark's own
 ``bin/spark-class`` on 127.0.0.1, each daemon in its own process group (so stopping or killing a
-worker takes its executors with it), and drivers run as separate Python processes."""
+worker takes its executors with it), and drivers run as separate Python processes. Every process
+started here dies with the test process that started it (:func:`dies_with_parent`)."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -25,6 +27,26 @@ START_TIMEOUT = 90
 # Set in each worker's environment, which its executors and their Python workers inherit: tells
 # a task which worker it runs on.
 WORKER_VARIABLE = "SPARK_REPLICATE_TEST_WORKER"
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+_PR_SET_PDEATHSIG = 1
+
+
+def dies_with_parent():
+    """A ``preexec_fn`` for ``subprocess.Popen``: on Linux the child (and what it ``exec``s: the JVM
+    of ``spark-class``) gets SIGKILL when the process that started it dies, however it dies, so a
+    killed test run leaves no broker, server or cluster behind. Executors and a driver's own JVM
+    follow on their own (they exit when their worker or their Python driver is gone)."""
+    if _LIBC is None:
+        return None
+    parent = os.getpid()
+
+    def set_death_signal() -> None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the signal was set
+            os._exit(1)
+    return set_death_signal
 
 
 def free_port() -> int:
@@ -69,7 +91,7 @@ class Daemon:
         self.log = workdir / f"{name}.log"
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir,
-                                            start_new_session=True)
+                                            start_new_session=True, preexec_fn=dies_with_parent())
 
     def check_alive(self) -> None:
         if self.process.poll() is not None:
@@ -121,7 +143,7 @@ def wait_for(condition, what: str, daemons: list[Daemon], timeout: float = START
         value = condition()
         if value:
             return value
-        time.sleep(0.5)
+        time.sleep(0.1)
     pytest.fail(f"timed out waiting for {what}:\n" + "\n".join(d.log.read_text()[-3000:] for d in daemons))
 
 
@@ -175,7 +197,7 @@ class DriverProcess:
         self.log = log
         with open(log, "wb") as out:
             self.process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=out,
-                                            stderr=subprocess.STDOUT,
+                                            stderr=subprocess.STDOUT, preexec_fn=dies_with_parent(),
                                             env={**os.environ, "PYSPARK_PYTHON": sys.executable})
 
     def check_running(self) -> None:

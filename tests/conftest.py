@@ -48,8 +48,8 @@ SOURCE = "header__source"
 SOURCE_FIELDS = ["file", "position", "index", "topic", "partition", "offset", "timestamp", "key"]
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "smoke: the subset `make smoke` runs on every other supported pyspark "
-                                       "(flat, generic, metadata view, modes, pushdown, set-up)")
+    config.addinivalue_line("markers", "smoke: the subset `make smoke` runs on every other supported pyspark: "
+                                       "one or two tests of each capability (README \"Tests\")")
     config.addinivalue_line("markers", "slow: takes a minute or more (`pytest -m 'not slow'` leaves these out)")
     config.addinivalue_line("markers", "connect: runs against a Spark Connect server (a JVM started for the "
                             "run); `-m 'not connect'` leaves them out")
@@ -57,6 +57,17 @@ def pytest_configure(config):
                             "`-m 'not kafka'` leaves them out")
     # kafka-python loads its protocol schemas through importlib.resources calls Python deprecates.
     config.addinivalue_line("filterwarnings", "ignore:(read|open)_text is deprecated:DeprecationWarning")
+
+
+def smoke_cases(params: list, smoke: set[str]) -> list:
+    """``params`` (``pytest.param``s with ids) with the ``smoke`` mark on those whose id is in
+    ``smoke``: the representative cases of a parametrized test that `make smoke` runs on every
+    other minor, where running all of them there would prove nothing more."""
+    unknown = smoke - {param.id for param in params}
+    assert not unknown, f"no such case: {sorted(unknown)}"
+    return [pytest.param(*param.values, id=param.id,
+                         marks=[*param.marks, *([pytest.mark.smoke] if param.id in smoke else [])])
+            for param in params]
 
 
 # --------------------------------------------------------------------------------------------
@@ -513,9 +524,10 @@ def run_python(code: str, *, timeout: float = 180, env: dict | None = None):
     CompletedProcess with text stdout/stderr."""
     import subprocess
     import textwrap
+    from _cluster import dies_with_parent
     full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=full_env)
+                          timeout=timeout, env=full_env, preexec_fn=dies_with_parent())
 
 
 # --------------------------------------------------------------------------------------------

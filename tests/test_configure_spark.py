@@ -92,13 +92,11 @@ def test_configure_spark_after_stopping_a_session_without_the_jar_fails_or_works
     assert "SETUP-ERROR: " in result.stdout or "REPLICATE_PATH_NOT_FOUND" in result.stdout, result.stdout
 
 
-@pytest.mark.smoke
 @pytest.mark.parametrize("version", ["4.0.0", "4.0.5", "4.1.0", "4.1.4", "4.2.1", "4.3.0", "4.3.0.dev1"])
 def test_every_supported_minor_is_accepted(version):
     check_spark_version(version, spark_replicate.jar_path())
 
 
-@pytest.mark.smoke
 @pytest.mark.parametrize("version", ["3.5.6", "4.4.0", "5.0.0"])
 def test_configure_spark_refuses_a_pyspark_outside_the_supported_minors(version):
     message = configure_spark_error(f"import pyspark; pyspark.__version__ = {version!r}")

@@ -68,6 +68,7 @@ def test_configure_spark_puts_the_jar_on_the_local_server_pyspark_starts_for_rem
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @pytest.mark.connect
 def test_read_over_connect_returns_the_rows_written(remote, avro_zone):
     assert_same_rows(collect_plain(read_employees(remote, avro_zone)), expected_rows(avro_zone, TABLE))

@@ -38,6 +38,7 @@ def test_a_planning_failure_is_typed(session, avro_zone):
     assert_condition(error.value, "REPLICATE_TABLE_NOT_FOUND", "42P01", "HR.NO_SUCH_TABLE", TABLE)
 
 
+@pytest.mark.smoke
 def test_a_failure_inside_a_task_is_typed(session, avro_zone, tmp_path):
     (tmp_path / "part-0").write_bytes(len(b"junkjunk").to_bytes(4, "big") + b"junkjunk")
     df = spark_replicate.read(session, str(tmp_path), schema_topic=str(avro_zone.schema_topic), table=TABLE,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import spark_replicate
+from _cluster import dies_with_parent
 from _streams import Landing, checkpoint_batches, kill_when
 from conftest import assert_same_rows, collect_plain, error_text, evolving_tables, expected_rows, run_python
 from spark_replicate.export import ExportError, export
@@ -160,7 +161,7 @@ def export_process(args: list[str], log: Path) -> subprocess.Popen:
     with open(log, "wb") as out:
         return subprocess.Popen([sys.executable, "-c", textwrap.dedent(EXPORT.format(args=args))], stdout=out,
                                 stderr=subprocess.STDOUT, env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=dies_with_parent())
 
 
 def batch_in_flight(checkpoints: Path) -> bool:

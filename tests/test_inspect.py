@@ -94,6 +94,7 @@ def test_versions_and_what_changed_between_them(report, zone):
     assert [t["table"] for t in report["tables"]] == ["HR.EMPLOYEES", "INV.ITEMS"]
 
 
+@pytest.mark.smoke
 def test_rows_per_operation_and_first_and_last_change(report, zone):
     for table in report["tables"]:
         assert {k: table[k] for k in expected_changes(zone, table["table"])} == \

@@ -11,8 +11,9 @@ import shutil
 
 import fastavro
 import pytest
+from pyspark.sql import functions as F
 
-from conftest import assert_same_rows, collect_plain, raises_replicate, read_metrics, read_table
+from conftest import assert_same_rows, collect_plain, raises_replicate, read_metrics, read_table, smoke_cases
 from spark_replicate.generate import encode_envelope
 
 ITEMS = "INV.ITEMS"
@@ -65,8 +66,18 @@ def pushed_filters(description: str) -> str:
     return re.search(r"pushedFilters=\[(.*?)\], files=", description).group(1)
 
 
-@pytest.mark.smoke
-@pytest.mark.parametrize("condition,whole", FILTERS, ids=[f for f, _ in FILTERS])
+# On the other minors: one filter of each kind Spark translates for the scan (=, IN with a NULL,
+# a range, OR, NOT over <=>, IS NULL) and one pushed in part; the others combine the same kinds.
+SMOKE_FILTERS = {"header__operation IN ('INSERT', NULL)", "header__table_version BETWEEN 2 AND 3",
+                 "header__operation = 'DELETE' OR header__table_version = 1", "NOT (header__operation <=> 'UPDATE')",
+                 "header__operation IS NULL", "header__operation = 'UPDATE' AND QTY > 10"}
+
+
+def filter_cases(filters: list[tuple[str, bool]], smoke: set[str]) -> list:
+    return smoke_cases([pytest.param(condition, flag, id=condition) for condition, flag in filters], smoke)
+
+
+@pytest.mark.parametrize("condition,whole", filter_cases(FILTERS, SMOKE_FILTERS))
 def test_a_pushed_filter_returns_what_spark_alone_returns(spark, evolving, condition, whole):
     df = read_table(spark, evolving, ITEMS)
     expected = unpushed(spark, df, condition)
@@ -81,10 +92,11 @@ def test_a_pushed_filter_returns_what_spark_alone_returns(spark, evolving, condi
 
 def test_the_filters_are_not_trivial_on_this_zone(spark, evolving):
     """Guards the premise: each filter keeps some rows and removes others, except IS NULL."""
-    df = read_table(spark, evolving, ITEMS)
+    # Counted by Spark alone, in one job: a condition inside an aggregate is not pushed to the scan.
+    counts = read_table(spark, evolving, ITEMS).select(
+        *[F.expr(f"count_if({condition})") for condition, _ in FILTERS]).first()
     total = len(evolving.messages)
-    for condition, _ in FILTERS:
-        n = len(unpushed(spark, df, condition))
+    for (condition, _), n in zip(FILTERS, counts):
         assert (n == 0) if "IS NULL" in condition else (0 < n < total), condition
 
 
@@ -194,8 +206,8 @@ PERMISSIVE_FILTERS = [
 ]
 
 
-@pytest.mark.smoke
-@pytest.mark.parametrize("condition,pushed", PERMISSIVE_FILTERS, ids=[f for f, _ in PERMISSIVE_FILTERS])
+@pytest.mark.parametrize("condition,pushed", filter_cases(
+    PERMISSIVE_FILTERS, {"header__table_version = 1 OR header__operation = 'INSERT'", "header__operation IS NULL"}))
 def test_under_permissive_corrupt_records_stay_exactly_as_unpushed(spark, evolving, damaged, capsys,
                                                                       condition, pushed):
     df = read_table(spark, evolving, ITEMS, paths=[damaged["data"], damaged["cut"]], mode="PERMISSIVE")

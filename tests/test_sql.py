@@ -32,6 +32,7 @@ def test_a_temporary_view_using_replicate(session, avro_zone):
         session.sql("DROP VIEW IF EXISTS employees")
 
 
+@pytest.mark.smoke
 def test_a_catalog_table_using_replicate_and_a_view_over_it(session, avro_zone, tmp_path):
     session.sql(f"CREATE DATABASE replicate_sql LOCATION '{tmp_path / 'replicate_sql.db'}'")
     try:

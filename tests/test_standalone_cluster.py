@@ -16,13 +16,6 @@ from conftest import run_python
 TABLE = "HR.EMPLOYEES"
 
 
-@pytest.fixture(scope="module")
-def standalone_master(tmp_path_factory):
-    """A master and one worker (2 cores, 1g) on 127.0.0.1; yields the master URL."""
-    with standalone_cluster(tmp_path_factory.mktemp("standalone"), workers=1, cores=2, memory="1g") as cluster:
-        yield cluster.master_url
-
-
 def checksum_text(values) -> str:
     """What Spark's ``concat_ws('|', ...)`` makes of the values: nulls are left out."""
     return "|".join(v for v in values if v is not None)
@@ -39,7 +32,7 @@ def expected_checksum(zone) -> int:
     return total
 
 
-# The drivers' session on the cluster: the connector's set-up with a small footprint.
+# The driver's session on the cluster: the connector's set-up with a small footprint.
 SESSION = """
     builder = (SparkSession.builder.master({master!r}).appName("spark-replicate-standalone-test")
                .config("spark.ui.enabled", "false")
@@ -82,21 +75,14 @@ DRIVER = """
 
     readers = df.select("EMP_ID").rdd.mapPartitions(executor_jvm).collect()
     driver_jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    print("RESULT=" + json.dumps({{"counts": counts, "checksum": checksum, "readers": readers,
-                                  "driver_jvm": driver_jvm, "master": spark.sparkContext.master}}))
-    spark.stop()
+    batch = {{"counts": counts, "checksum": checksum, "readers": readers, "driver_jvm": driver_jvm,
+              "master": spark.sparkContext.master}}
 """
 
 
-def test_a_standalone_cluster_reads_every_message_on_its_executors(standalone_master, avro_zone):
-    code = DRIVER.format(master=standalone_master, schema_topic=str(avro_zone.schema_topic), table=TABLE,
-                         path=str(avro_zone.topics["hr"]))
-    result = run_python(code, timeout=300)
-    assert result.returncode == 0, result.stderr[-5000:]
-    line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT="))
-    outcome = json.loads(line.removeprefix("RESULT="))
-
-    assert outcome["master"] == standalone_master
+def test_a_standalone_cluster_reads_every_message_on_its_executors(driven, avro_zone):
+    outcome = driven["batch"]
+    assert outcome["master"] == driven["master"]
     assert outcome["counts"] == avro_zone.expected_counts()[TABLE]
     assert outcome["checksum"] == expected_checksum(avro_zone)
 
@@ -107,32 +93,39 @@ def test_a_standalone_cluster_reads_every_message_on_its_executors(standalone_ma
         assert is_executor_backend and executor_id != "driver", readers
 
 
-STREAM_DRIVER = """
-    import json
-    from pyspark.sql import SparkSession
-    import spark_replicate
-
-""" + SESSION + """    query = (spark.readStream.format("replicate").option("schemaTopic", {schema_topic!r}).option("table", {table!r})
+# Then, on the same session: ``spark.readStream`` with ``Trigger.AvailableNow``, batches of one file.
+STREAM = """    query = (spark.readStream.format("replicate").option("schemaTopic", {schema_topic!r}).option("table", {table!r})
              .option("maxFilesPerTrigger", "1").load({path!r})
              .writeStream.format("parquet").option("path", {sink!r}).option("checkpointLocation", {checkpoint!r})
              .trigger(availableNow=True).start())
     query.awaitTermination()
     batches = [p["sources"][0]["metrics"] for p in query.recentProgress if p["numInputRows"]]
     counts = {{r[0]: r[1] for r in spark.read.parquet({sink!r}).groupBy("header__operation").count().collect()}}
-    print("RESULT=" + json.dumps({{"counts": counts, "files_per_batch": [int(m["filesRead"]) for m in batches]}}))
+    stream = {{"counts": counts, "files_per_batch": [int(m["filesRead"]) for m in batches]}}
+    print("RESULT=" + json.dumps({{"batch": batch, "stream": stream}}))
     spark.stop()
 """
 
 
-def test_a_stream_on_a_standalone_cluster_reads_every_landed_file_once(standalone_master, avro_zone, tmp_path):
-    """``spark.readStream`` with ``Trigger.AvailableNow``: batches of one file, read by the executors."""
-    code = STREAM_DRIVER.format(master=standalone_master, schema_topic=str(avro_zone.schema_topic), table=TABLE,
-                                path=str(avro_zone.topics["hr"]), sink=str(tmp_path / "sink"),
-                                checkpoint=str(tmp_path / "checkpoint"))
-    result = run_python(code, timeout=300)
+@pytest.fixture(scope="module")
+def driven(tmp_path_factory, avro_zone) -> dict:
+    """A master and one worker (2 cores, 1g) on 127.0.0.1, and one driver program on it (a driver
+    and its executors take a while to start: the batch read and the stream share them); the
+    driver's results, with the master URL."""
+    workdir = tmp_path_factory.mktemp("standalone")
+    with standalone_cluster(workdir / "cluster", workers=1, cores=2, memory="1g") as cluster:
+        code = (DRIVER + STREAM).format(master=cluster.master_url, schema_topic=str(avro_zone.schema_topic),
+                                        table=TABLE, path=str(avro_zone.topics["hr"]), sink=str(workdir / "sink"),
+                                        checkpoint=str(workdir / "checkpoint"))
+        result = run_python(code, timeout=300)
     assert result.returncode == 0, result.stderr[-5000:]
     line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT="))
-    outcome = json.loads(line.removeprefix("RESULT="))
+    return {**json.loads(line.removeprefix("RESULT=")), "master": cluster.master_url}
+
+
+def test_a_stream_on_a_standalone_cluster_reads_every_landed_file_once(driven, avro_zone):
+    """``spark.readStream`` with ``Trigger.AvailableNow``: batches of one file, read by the executors."""
+    outcome = driven["stream"]
     assert outcome["counts"] == avro_zone.expected_counts()[TABLE]
     data_files = list(avro_zone.topics["hr"].iterdir())
     assert outcome["files_per_batch"] == [1] * len(data_files)

@@ -10,7 +10,7 @@ import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.avro.{LogicalTypes, Schema}
-import org.apache.avro.file.DataFileWriter
+import org.apache.avro.file.{CodecFactory, DataFileWriter}
 import org.apache.avro.generic.{GenericData, GenericDatumWriter, GenericRecord}
 import org.apache.avro.io.{Encoder, EncoderFactory}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -373,11 +373,12 @@ object Fixtures {
       value: Array[Byte])
 
   /** An Avro container file of [[landingSchema]] records; a small `syncInterval` makes many blocks. */
-  def writeContainer(file: File, records: Seq[Landed], syncInterval: Int = 64 * 1024, codec: String = "null"): File = {
+  def writeContainer(file: File, records: Seq[Landed], syncInterval: Int = 64 * 1024,
+      codec: CodecFactory = CodecFactory.nullCodec()): File = {
     file.getParentFile.mkdirs()
     val writer = new DataFileWriter[GenericRecord](new GenericDatumWriter[GenericRecord](landingSchema))
     writer.setSyncInterval(syncInterval)
-    writer.setCodec(org.apache.avro.file.CodecFactory.fromString(codec))
+    writer.setCodec(codec)
     writer.create(landingSchema, file)
     try records.foreach { r =>
       val rec = new GenericData.Record(landingSchema)
