@@ -97,6 +97,26 @@ class SourceTextSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     for (text <- Seq("1E+999999999", "1E-999999999", "-5e2147483647")) rejected(text)(SourceText.parseDecimal(_, _, _, 2, _))
   }
 
+  test("plain decimals: the unscaled long at the scale, or NotPlain where BigDecimal must decide") {
+    def plain(text: String, scale: Int) = parsed(text)((b, at, n, _) => SourceText.plainUnscaled(b, at, n, scale))
+    val cases = Seq(("0", 2) -> 0L, ("-0.00", 2) -> 0L, ("+12.5", 2) -> 1250L, ("-12.50", 2) -> -1250L,
+      ("007.10", 1) -> 71L, (".5", 1) -> 5L, ("5.", 0) -> 5L, ("-.05", 2) -> -5L, ("0.000000000000000001", 18) -> 1L,
+      ("0000000000000000000000000000000001", 0) -> 1L, ("99999999999999999.9", 1) -> 999999999999999999L,
+      ("12.300000", 1) -> 123L, ("123456789012345678", 0) -> 123456789012345678L)
+    for (((text, scale), unscaled) <- cases) assert(plain(text, scale) == unscaled, text)
+    val notPlain = Seq("1234567890123456789" -> 0, "99999999999999999.9" -> 2, "1" -> 18, "1.25" -> 1, "1e2" -> 0,
+      "" -> 0, "." -> 2, "-" -> 0, "+." -> 1, "1.2.3" -> 2, "--1" -> 0, "1-" -> 0, " 1" -> 0, "1 " -> 0, "1" -> 19, "1" -> -1)
+    for ((text, scale) <- notPlain) assert(plain(text, scale) == SourceText.NotPlain, s"`$text` at scale $scale")
+    // Whatever it takes, it takes at BigDecimal's value.
+    forAll(decimals.map(_.toPlainString), Gen.choose(0, 18)) { (text, scale) =>
+      val unscaled = plain(text, scale)
+      if (unscaled != SourceText.NotPlain) {
+        val reference = parsed(text)(SourceText.parseDecimal(_, _, _, scale, _))
+        assert(reference.unscaledValue == BigInteger.valueOf(unscaled), text)
+      }
+    }
+  }
+
   test("floating point: every finite Double and Float round trips through its text") {
     forAll { (d: Double) =>
       whenever(!d.isNaN && !d.isInfinite) { assert(parsed(d.toString)(SourceText.parseDouble) == d) }

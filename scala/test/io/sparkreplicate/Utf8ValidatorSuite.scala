@@ -97,6 +97,8 @@ class Utf8ValidatorSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val bytes = "abcdefgh".getBytes(UTF_8)
     for ((offset, length) <- Seq((-1, 2), (0, 9), (4, 5), (1, -1), (Int.MaxValue, 8)))
       intercept[IndexOutOfBoundsException](Utf8Validator.isValid(bytes, offset, length))
+    // A negative length is refused even where a word of the array could be read.
+    intercept[IndexOutOfBoundsException](Utf8Validator.isValid(bytes ++ bytes, 0, -1))
     assert(Utf8Validator.isValid(bytes, 8, 0))
   }
 }

@@ -47,6 +47,7 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
   private val byId = new java.util.HashMap[String, MessageConverter]()
   private val byEmbeddedSchema = new IdentityHashMap[Schema, MessageConverter]()
   private val decoder = new SliceDecoder
+  private val envelope = new Envelope
   /** The converters whose messages the pushed filter decides by operation. */
   private val operationGates = new IdentityHashMap[MessageConverter, OperationGate]()
   /** The converter of the last row returned. */
@@ -55,7 +56,7 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
   override def maskBitsIgnored: Boolean = converted.maskBitsIgnored
 
   def decode(bytes: Array[Byte], offset: Int, length: Int): Outcome = {
-    val envelope = Envelope.decode(decoder, bytes, offset, length)
+    Envelope.decode(decoder, bytes, offset, length, envelope)
     if (envelope.kind == MessageKind.Metadata) return Outcome.Metadata
     val converter = if (envelope.messageSchema == null) converterById(envelope.schemaId) else {
       val knownVersion = if (envelope.schemaId == null) None else registry.get(envelope.schemaId)
@@ -83,7 +84,7 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
       }
     }
     if (converter == null) return Outcome.Filtered
-    if (!operationGates.isEmpty && !operationKept(operationGates.get(converter), bytes, envelope)) return Outcome.Filtered
+    if (!operationGates.isEmpty && !operationKept(operationGates.get(converter), bytes)) return Outcome.Filtered
     decoder.reset(bytes, envelope.payloadOffset, envelope.payloadLength)
     try converter.convert(decoder) catch {
       case e: ReplicateException => throw e
@@ -144,7 +145,7 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
    * Peeks at the operation. A payload the peek cannot read is left to the full decode, which
    * reports it as malformed: the pushed filter never hides a malformed message it cannot decide.
    */
-  private def operationKept(gate: OperationGate, bytes: Array[Byte], envelope: Envelope): Boolean =
+  private def operationKept(gate: OperationGate, bytes: Array[Byte]): Boolean =
     gate == null || (try gate.keeps(decoder.reset(bytes, envelope.payloadOffset, envelope.payloadLength)) catch {
       case NonFatal(_) => true
     })

@@ -39,7 +39,14 @@ final class MaskNames(columnNames: Array[UTF8String]) {
   private val values = new Array[UnsafeArrayData](Capacity)
   /** The bytes under each slot's array: rewritten by a miss, replaced only to grow. */
   private val buffers = new Array[Array[Byte]](Capacity)
-  private val names = columnNames.map(_.getBytes)
+  /**
+   * Each name's bytes zero-padded to whole words, as the array holds them: a build moves a name
+   * in one or two word moves, with no zero fill before and no per-name array copy.
+   */
+  private val paddedNames = columnNames.map { n =>
+    java.util.Arrays.copyOf(n.getBytes, roundNumberOfBytesToNearestWord(n.numBytes))
+  }
+  private val nameLengths = columnNames.map(_.numBytes)
   /** The mask being looked up, least significant word first. */
   private val key = new Array[Long](wordsPerKey)
   /** The 0-based columns of the mask being built. */
@@ -89,7 +96,7 @@ final class MaskNames(columnNames: Array[UTF8String]) {
       while (bits != 0) {
         val column = 64 * w + java.lang.Long.numberOfTrailingZeros(bits)
         marked(count) = column
-        dataBytes += roundNumberOfBytesToNearestWord(names(column).length)
+        dataBytes += paddedNames(column).length
         count += 1
         bits &= bits - 1
       }
@@ -102,15 +109,23 @@ final class MaskNames(columnNames: Array[UTF8String]) {
       bytes = new Array[Byte](math.max(size, 2 * (if (bytes == null) 0 else bytes.length)))
       buffers(slot) = bytes
       values(slot) = new UnsafeArrayData
-    } else java.util.Arrays.fill(bytes, 0, size, 0.toByte) // no null bits set, zero padding
+    }
+    // Every word up to `size` is written: the count, the null bits (none), the offsets, the names.
     Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET, count.toLong)
+    var at = 8
+    while (at < header) { Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + at, 0L); at += 8 }
     var cursor = header + 8 * count
     var j = 0
     while (j < count) {
-      val name = names(marked(j))
-      Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + header + 8L * j, cursor.toLong << 32 | name.length)
-      System.arraycopy(name, 0, bytes, cursor, name.length)
-      cursor += roundNumberOfBytesToNearestWord(name.length)
+      val column = marked(j)
+      val name = paddedNames(column)
+      Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + header + 8L * j, cursor.toLong << 32 | nameLengths(column))
+      var k = 0
+      while (k < name.length) {
+        Platform.putLong(bytes, Platform.BYTE_ARRAY_OFFSET + cursor + k, Platform.getLong(name, Platform.BYTE_ARRAY_OFFSET + k))
+        k += 8
+      }
+      cursor += name.length
       j += 1
     }
     values(slot).pointTo(bytes, Platform.BYTE_ARRAY_OFFSET, size)

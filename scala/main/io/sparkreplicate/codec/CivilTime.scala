@@ -13,9 +13,11 @@ object CivilTime {
   /** Days since 1970-01-01 of the 10 bytes `yyyy-MM-dd` at `at`, or [[Invalid]]. */
   def epochDay(buf: Array[Byte], at: Int): Long = {
     if (buf(at + 4) != '-' || buf(at + 7) != '-') return Invalid
-    val year = digits(buf, at, 4)
-    val month = digits(buf, at + 5, 2)
-    val day = digits(buf, at + 8, 2)
+    val high = twoDigits(buf, at)
+    val low = twoDigits(buf, at + 2)
+    val year = if (high < 0 || low < 0) -1 else high * 100 + low
+    val month = twoDigits(buf, at + 5)
+    val day = twoDigits(buf, at + 8)
     if (year < 0 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) Invalid
     else daysFromCivil(year, month, day)
   }
@@ -23,9 +25,9 @@ object CivilTime {
   /** Microseconds since midnight of `HH:mm:ss[.f]` in `buf[at, end)`, or [[Invalid]]. */
   def microsOfDay(buf: Array[Byte], at: Int, end: Int): Long = {
     if (end - at < 8 || buf(at + 2) != ':' || buf(at + 5) != ':') return Invalid
-    val hour = digits(buf, at, 2)
-    val minute = digits(buf, at + 3, 2)
-    val second = digits(buf, at + 6, 2)
+    val hour = twoDigits(buf, at)
+    val minute = twoDigits(buf, at + 3)
+    val second = twoDigits(buf, at + 6)
     if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) return Invalid
     var micros = 0L
     if (end - at > 8) {
@@ -36,6 +38,13 @@ object CivilTime {
       micros = if (fraction <= 6) value * pow10(6 - fraction) else value / pow10(fraction - 6)
     }
     (hour * 3600L + minute * 60L + second) * 1_000_000L + micros
+  }
+
+  /** The value of 2 ASCII digits, or -1 if either is not a digit: the loop of [[digits]] unrolled, as most fields are 2. */
+  private def twoDigits(buf: Array[Byte], at: Int): Int = {
+    val tens = buf(at) - '0'
+    val ones = buf(at + 1) - '0'
+    if (tens < 0 || tens > 9 || ones < 0 || ones > 9) -1 else tens * 10 + ones
   }
 
   /** The value of `n` ASCII digits, or -1 if any is not a digit. */

@@ -10,17 +10,35 @@ object MessageKind {
 
 /**
  * One decoded Replicate envelope. The payload is not copied: it is the slice
- * `[payloadOffset, payloadOffset + payloadLength)` of the array the envelope was read from.
- *
- * @param schemaId     `messageSchemaId`, or null
- * @param messageSchema `messageSchema` (Avro JSON of the payload), or null
+ * `[payloadOffset, payloadOffset + payloadLength)` of the array the envelope was read from. A
+ * reader that decodes message after message passes the same envelope to [[Envelope.decode]],
+ * which refills it, so that nothing is allocated per message.
  */
-final case class Envelope(
-    kind: MessageKind,
-    schemaId: String,
-    messageSchema: String,
-    payloadOffset: Int,
-    payloadLength: Int)
+final class Envelope {
+  private var _kind: MessageKind = _
+  private var _schemaId: String = _
+  private var _messageSchema: String = _
+  private var _payloadOffset = 0
+  private var _payloadLength = 0
+
+  def kind: MessageKind = _kind
+  /** `messageSchemaId`, or null. */
+  def schemaId: String = _schemaId
+  /** `messageSchema` (Avro JSON of the payload), or null. */
+  def messageSchema: String = _messageSchema
+  def payloadOffset: Int = _payloadOffset
+  def payloadLength: Int = _payloadLength
+
+  private[codec] def set(kind: MessageKind, schemaId: String, messageSchema: String, payloadOffset: Int,
+      payloadLength: Int): Envelope = {
+    _kind = kind
+    _schemaId = schemaId
+    _messageSchema = messageSchema
+    _payloadOffset = payloadOffset
+    _payloadLength = payloadLength
+    this
+  }
+}
 
 /**
  * Decodes the fixed `MessageEnvelope` layout of Replicate's Avro message format:
@@ -44,8 +62,9 @@ object Envelope {
   /**
    * Decodes with a reused decoder, which is left positioned at the start of the payload. A reused
    * decoder also remembers the last type, schema id and schema, so repeats are not decoded again.
+   * The fields go `into` the envelope given, a new one by default.
    */
-  def decode(in: SliceDecoder, buf: Array[Byte], offset: Int, length: Int): Envelope = {
+  def decode(in: SliceDecoder, buf: Array[Byte], offset: Int, length: Int, into: Envelope = new Envelope): Envelope = {
     in.reset(buf, offset, length)
     if (length == 0) throw new MalformedMessageException(ErrorId.Truncated, "empty message")
     if (length < Magic.length && (0 until length).forall(i => buf(offset + i) == Magic(i))) {
@@ -77,7 +96,7 @@ object Envelope {
     val payloadOffset = in.arrayOffset
     if (in.remaining != payloadLength) throw new MalformedMessageException(ErrorId.TrailingBytes,
       s"${in.remaining - payloadLength} bytes follow the envelope's `message` field")
-    Envelope(kind, schemaId, messageSchema, payloadOffset, payloadLength)
+    into.set(kind, schemaId, messageSchema, payloadOffset, payloadLength)
   }
 
   /** `[null, T]`: true when the value branch follows. */

@@ -54,10 +54,17 @@ final class SliceDecoder extends Decoder {
   }
 
   override def readInt(): Int = {
-    val at = position
-    val v = readLong()
-    if (v.toInt != v) throw malformed(ErrorId.BadPayload, s"int value $v out of range at byte $at")
-    v.toInt
+    // One byte: union branches, enum indexes and most small numbers.
+    if (pos < end && buf(pos) >= 0) {
+      val b = buf(pos)
+      pos += 1
+      (b >>> 1) ^ -(b & 1)
+    } else {
+      val at = position
+      val v = readLongBytes()
+      if (v.toInt != v) throw malformed(ErrorId.BadPayload, s"int value $v out of range at byte $at")
+      v.toInt
+    }
   }
 
   override def readLong(): Long = {

@@ -77,44 +77,42 @@ object SourceText {
     var i = offset
     val negative = i < end && buf(i) == '-'
     if (i < end && (buf(i) == '-' || buf(i) == '+')) i += 1
+    val digitsFrom = i
+    // A digit joins `value` only while it stays within 18 digits: below 10^17 before it. Leading
+    // zeros keep `value` 0 and so never count.
     var value = 0L
-    var significant = 0 // digits in `value`, leading zeros not counted: at most 18 fit a long
-    var anyDigit = false
-    var fraction = -1 // digits kept after the point; -1 before it
-    while (i < end) {
-      val c = buf(i)
-      if (c == '.') {
-        if (fraction >= 0) return NotPlain
-        fraction = 0
-      } else {
-        val d = c - '0'
-        if (d < 0 || d > 9) return NotPlain
-        anyDigit = true
-        // A fraction digit beyond the scale must be 0, or setScale would have to round.
-        if (fraction >= scale) { if (d != 0) return NotPlain }
-        else {
-          if (fraction >= 0) fraction += 1
-          if (value != 0 || d != 0) {
-            if (significant == 18) return NotPlain
-            value = value * 10 + d
-            significant += 1
-          }
-        }
-      }
+    var d = 0
+    while (i < end && { d = buf(i) - '0'; d >= 0 && d <= 9 }) {
+      if (value >= Pow10(17)) return NotPlain
+      value = value * 10 + d
       i += 1
     }
-    if (!anyDigit) return NotPlain
-    var kept = math.max(fraction, 0)
-    while (kept < scale) {
-      if (value != 0) {
-        if (significant == 18) return NotPlain
-        value *= 10
-        significant += 1
+    var anyDigit = i > digitsFrom
+    var fraction = 0 // fraction digits in `value`
+    if (i < end && buf(i) == '.') {
+      i += 1
+      while (i < end && { d = buf(i) - '0'; d >= 0 && d <= 9 }) {
+        anyDigit = true
+        // A fraction digit beyond the scale must be 0, or setScale would have to round.
+        if (fraction < scale) {
+          if (value >= Pow10(17)) return NotPlain
+          value = value * 10 + d
+          fraction += 1
+        } else if (d != 0) return NotPlain
+        i += 1
       }
-      kept += 1
+    }
+    if (i != end || !anyDigit) return NotPlain
+    if (value != 0) {
+      val up = scale - fraction
+      if (value >= Pow10(18 - up)) return NotPlain
+      value *= Pow10(up)
     }
     if (negative) -value else value
   }
+
+  /** 10^0 to 10^18. */
+  private val Pow10: Array[Long] = Array.iterate(1L, 19)(_ * 10)
 
   /** What [[parseDecimal]] accepts at most. */
   private val MaxPlainText = 400

@@ -15,6 +15,10 @@ object Utf8Validator {
     // middle of a message), its bytes beyond the slice masked out: the slice must lie inside.
     if (offset < 0 || length < 0 || offset > bytes.length - length) throw new IndexOutOfBoundsException(
       s"slice [$offset, $offset + $length) of an array of ${bytes.length} bytes")
+    // Most strings are short and ASCII: one word, the bytes past the slice masked out (none for 0
+    // bytes, which the loop below then settles).
+    if (length <= 8 && bytes.length - offset >= 8 &&
+      (ByteWords.littleEndianLong(bytes, offset) & ByteWords.HighBits & (-1L >>> (64 - 8 * length))) == 0) return true
     val end = offset + length
     var i = offset
     while (i < end) {
