@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import DataFrame, functions as F
 
 import spark_replicate
+from _cluster import dies_with_parent
 from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolving_tables, read_table, run_python,
                       source_row, table_def)
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
@@ -282,13 +283,15 @@ def test_the_apply_command_then_a_rerun_that_finds_nothing_new(zone, tmp_path):
     """The HR topic's two tables (each table is applied by the same code)."""
     command = [sys.executable, "-m", "spark_replicate.cli", "apply", str(zone.topics["hr"]), "--target", str(tmp_path),
                "--schema-topic", str(zone.schema_topic), "--master", "local[2]"]
-    first, again = (subprocess.run(command, capture_output=True, text=True, timeout=600) for _ in range(2))
+    first, again = (subprocess.run(command, capture_output=True, text=True, timeout=600, preexec_fn=dies_with_parent())
+                    for _ in range(2))
     assert first.returncode == 0, first.stderr[-3000:]
     lines = first.stdout.splitlines()
     assert lines[0].startswith(f"HR.DEPARTMENTS: batch 1: {len(zone.final_state('HR.DEPARTMENTS'))} inserted, 0 updated")
     assert again.returncode == 0, again.stderr[-3000:]
     assert all(" 0 inserted, 0 updated, 0 deleted" in line for line in again.stdout.splitlines()), again.stdout
-    refused = subprocess.run(command + ["--continuous", "--transactional"], capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(command + ["--continuous", "--transactional"], capture_output=True, text=True, timeout=60,
+                             preexec_fn=dies_with_parent())
     assert refused.returncode == 2 and "--transactional with --continuous is not built" in refused.stderr
 
 

@@ -26,6 +26,7 @@ import pytest
 from pyspark.errors import AnalysisException
 
 import spark_replicate
+from _cluster import dies_with_parent
 from conftest import DELTA, assert_same_rows, collect_plain, source_row
 from spark_replicate import topic
 from spark_replicate.generate import default_tables, generate_landing_zone
@@ -190,7 +191,8 @@ def test_continuous_apply_follows_the_landing_until_sigterm(spark, zone, tmp_pat
             "--interval", "1"]
     with open(log, "wb") as out:
         running = subprocess.Popen([sys.executable, "-c", textwrap.dedent(APPLY.format(args=args))], stdout=out,
-                                   stderr=subprocess.STDOUT, env={**os.environ, **SMALL_SESSION}, start_new_session=True)
+                                   stderr=subprocess.STDOUT, env={**os.environ, **SMALL_SESSION}, start_new_session=True,
+                                   preexec_fn=dies_with_parent())
 
     def matches(table: str, rows: list[dict]) -> bool:
         try:
