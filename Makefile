@@ -31,7 +31,7 @@ scala-test:
 # server and Kafka broker: most of a test's time is Spark's and Delta's fixed costs per job, which
 # two processes overlap well even on two cores. Idle workers steal queued tests from busy ones.
 TEST_WORKERS ?= 2
-PYTEST = -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+PYTEST = -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=20
 
 python-test: install
 	$(PY) $(PYTEST) tests
@@ -60,9 +60,9 @@ install: $(WHEEL) $(VENV)/bin/python
 	$(PY) -m pip install -q --no-deps --force-reinstall $(WHEEL)
 
 # `make smoke PYSPARK=4.2.1`: the tests marked `smoke` on that pyspark, in a virtual environment of
-# its own (.venv-pyspark-4.2.1) that has that pyspark before the wheel comes, as a user's has. No
-# smoke test needs Delta Lake, so the smoke runs leave it off the test session. They are few, so
-# one process runs them: a second would start a second Spark session and Connect server for them.
+# its own (.venv-pyspark-4.2.1) that has that pyspark before the wheel comes, as a user's has, with
+# that minor's Delta Lake release where there is one. They are few, so one process
+# runs them: a second would start a second Spark session and Connect server for them.
 SMOKE_PY = .venv-pyspark-$(PYSPARK)/bin/python
 
 smoke: TEST_WORKERS = 1
@@ -72,7 +72,7 @@ smoke: $(WHEEL)
 	$(SMOKE_PY) -m pip install -q "$(WHEEL)[test]"
 	$(SMOKE_PY) -m pip install -q --no-deps --force-reinstall $(WHEEL)
 	$(SMOKE_PY) -c 'import pyspark; print("smoke tests on pyspark", pyspark.__version__)'
-	SPARK_REPLICATE_TEST_DELTA=0 $(SMOKE_PY) $(PYTEST) -m smoke tests
+	$(SMOKE_PY) $(PYTEST) -m smoke tests
 
 # The virtual environments of every other minor, without running anything: `.ci/run` builds them
 # (downloads, mostly) while `make test` runs.

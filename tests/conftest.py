@@ -132,12 +132,8 @@ def avro_zone(landing_zone) -> LandingZone:
 # --------------------------------------------------------------------------------------------
 
 
-# Delta Lake is on the test session where a delta-spark release serves the running Spark minor,
-# unless SPARK_REPLICATE_TEST_DELTA=0: `make smoke` sets it, as no smoke test needs Delta and the
-# smoke runs on other minors should not depend on that minor's Delta jars.
-DELTA = (".".join(pyspark.__version__.split(".")[:2]) in DELTA_PACKAGES
-         and os.environ.get("SPARK_REPLICATE_TEST_DELTA", "1") != "0")
-
+# Delta Lake is on the test session where a delta-spark release serves the running Spark minor.
+DELTA = ".".join(pyspark.__version__.split(".")[:2]) in DELTA_PACKAGES
 
 def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
     """The connector's documented set-up, with settings that keep a test session small (Delta

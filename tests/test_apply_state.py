@@ -111,6 +111,7 @@ def as_json(df: DataFrame) -> list[str]:
 
 
 @pytest.mark.connect
+@pytest.mark.smoke
 def test_over_connect_the_helpers_return_what_they_return_on_a_classic_session(connect_url, spark, zones):
     """In a client process of its own: pyspark's functions build Connect columns only in a
     process whose session is remote (see test_connect)."""
