@@ -135,6 +135,12 @@ def avro_zone(landing_zone) -> LandingZone:
 # Delta Lake is on the test session where a delta-spark release serves the running Spark minor.
 DELTA = ".".join(pyspark.__version__.split(".")[:2]) in DELTA_PACKAGES
 
+# A command's session as small as the tests' own (the data is tiny: Spark's 200 shuffle partitions
+# would cost more than the work).
+SMALL_SESSION = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_SUBMIT_ARGS": "--conf spark.sql.shuffle.partitions=2 "
+                 "--conf spark.databricks.delta.snapshotPartitions=2 pyspark-shell"}
+
+
 def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
     """The connector's documented set-up, with settings that keep a test session small (Delta
     reconstructs a table's state in 50 tasks by default)."""

@@ -8,6 +8,7 @@ same truth through the JVM.
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -17,8 +18,8 @@ from pyspark.sql import DataFrame, functions as F
 
 import spark_replicate
 from _cluster import dies_with_parent
-from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolving_tables, read_table, run_python,
-                      source_row, table_def)
+from conftest import (DELTA, SMALL_SESSION, TESTS_DIR, assert_same_rows, collect_plain, evolving_tables, read_table,
+                      run_python, source_row, table_def)
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
 from spark_replicate._jar import ReplicateSetupError
 from spark_replicate.apply import ApplyResult, _apply_batch
@@ -285,7 +286,8 @@ def test_the_apply_command_then_a_rerun_that_finds_nothing_new(zone, tmp_path):
     """The HR topic's two tables (each table is applied by the same code)."""
     command = [sys.executable, "-m", "spark_replicate.cli", "apply", str(zone.topics["hr"]), "--target", str(tmp_path),
                "--schema-topic", str(zone.schema_topic), "--master", "local[2]"]
-    first, again = (subprocess.run(command, capture_output=True, text=True, timeout=600, preexec_fn=dies_with_parent())
+    first, again = (subprocess.run(command, capture_output=True, text=True, timeout=600,
+                                   env={**os.environ, **SMALL_SESSION}, preexec_fn=dies_with_parent())
                     for _ in range(2))
     assert first.returncode == 0, first.stderr[-3000:]
     lines = first.stdout.splitlines()

@@ -27,7 +27,7 @@ from pyspark.errors import AnalysisException
 
 import spark_replicate
 from _cluster import dies_with_parent
-from conftest import DELTA, assert_same_rows, collect_plain, source_row
+from conftest import DELTA, SMALL_SESSION, assert_same_rows, collect_plain, source_row
 from spark_replicate import topic
 from spark_replicate.generate import default_tables, generate_landing_zone
 
@@ -174,11 +174,6 @@ APPLY = """
     from spark_replicate.cli import main
     sys.exit(main(["apply", *{args!r}, "--master", "local[2]"]))
 """
-
-# The command's session as small as the tests' own (the data is tiny: Spark's 200 shuffle partitions
-# would cost more than the work).
-SMALL_SESSION = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_SUBMIT_ARGS": "--conf spark.sql.shuffle.partitions=2 "
-                 "--conf spark.databricks.delta.snapshotPartitions=2 pyspark-shell"}
 
 
 @needs_delta
