@@ -15,8 +15,8 @@ A batch is (1) staged: the input's changes newer than their key's last applied o
 applied. Both MERGEs are idempotent (merging the same staged rows again leaves the table as it
 was), and every call first finishes a batch that was staged but never logged applied (a run that
 died), from ``staged`` as it was, so a crash anywhere followed by a rerun leaves the table a clean
-run leaves. Uses only the DataFrame API and SQL, so it runs on
-Spark Connect too (with Delta on the server).
+run leaves. Uses only the DataFrame API and SQL, so it runs on Spark Connect too (with Delta on
+the server).
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ class _State:
         try:  # the log is made last: where it is, the target and the keys are
             self.log = [_LogRow(*row) for row in self._read(self._batches_path).collect()]
         except AnalysisException:
-            self._create_target(changes, target)
+            if self._target_path:  # (a table name's target was created above)
+                self._create_target(changes, target)
             changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE), F.lit(False).alias(_DELETED)) \
                 .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
             spark.createDataFrame([], _LOG_SCHEMA).write.format("delta").mode("ignore").save(self._batches_path)

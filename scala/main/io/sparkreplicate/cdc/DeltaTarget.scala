@@ -98,7 +98,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   /** The batches log; made last, so where it is, the target and the keys are. */
   val log: Seq[LogRow] = try readLog() catch {
     case _: AnalysisException =>
-      createTarget()
+      if (targetPath.nonEmpty) createTarget() // (a table name's target was created above)
       changes.select(layout.keys.map(quoted) :+ lit("").as(KeySequence) :+ lit(false).as(Deleted): _*).limit(0)
         .write.format("delta").mode("ignore").save(keysPath)
       spark.createDataFrame(Seq.empty[Row].asJava, LogSchema).write.format("delta").mode("ignore").save(batchesPath)
