@@ -316,3 +316,18 @@ def test_over_connect_apply_changes_gives_the_source_table(connect_url, spark, z
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split("RESULT=", 1)[1].strip() == repr((1, len(zone.final_state(table)), 0, 0, 0, 0))
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+@needs_delta
+def test_a_table_name_target_is_created_in_the_catalog_and_applied_again(spark, zone, tmp_path):
+    table = "HR.DEPARTMENTS"
+    spark.sql(f"CREATE DATABASE replicate_apply LOCATION '{tmp_path / 'replicate_apply.db'}'")
+    try:
+        changes = read_table(spark, zone, table)
+        first = spark_replicate.apply_changes(changes, "replicate_apply.departments")
+        again = spark_replicate.apply_changes(changes, "replicate_apply.departments")
+        assert (first.batch, first.inserted, again.batch, again.inserted, again.ignored) == \
+            (1, len(zone.final_state(table)), 2, 0, changes.count())
+        assert_same_rows(collect_plain(spark.table("replicate_apply.departments")), truth(zone, table))
+    finally:
+        spark.sql("DROP DATABASE replicate_apply CASCADE")
