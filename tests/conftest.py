@@ -59,6 +59,22 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore:(read|open)_text is deprecated:DeprecationWarning")
 
 
+# Spark's Kafka source is fetched from Maven Central for the running pyspark when a session starts
+# (`configure_spark(kafka=True)`); the Maven Central these machines reach serves none for Spark 4.3
+# yet, so there the Kafka tests are skipped, naming why.
+KAFKA_SOURCE = not pyspark.__version__.startswith("4.3.")
+
+
+def pytest_collection_modifyitems(config, items):
+    if KAFKA_SOURCE:
+        return
+    skip = pytest.mark.skip(reason=f"no Kafka source (spark-sql-kafka) for pyspark {pyspark.__version__} "
+                                   "is served by the Maven repository here")
+    for item in items:
+        if item.get_closest_marker("kafka"):
+            item.add_marker(skip)
+
+
 def smoke_cases(params: list, smoke: set[str]) -> list:
     """``params`` (``pytest.param``s with ids) with the ``smoke`` mark on those whose id is in
     ``smoke``: the representative cases of a parametrized test that `make smoke` runs on every
@@ -204,8 +220,8 @@ def connect_url(tmp_path_factory, request):
 
 def _runs_kafka_tests(request) -> bool:
     """Spark's Kafka source is resolved from Maven Central when a session starts: only when Kafka
-    tests run (the smoke runs on other pysparks leave them out, and need no connector of theirs)."""
-    return any(item.get_closest_marker("kafka") for item in request.session.items)
+    tests run."""
+    return KAFKA_SOURCE and any(item.get_closest_marker("kafka") for item in request.session.items)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ def expected(spark, kafka_zone, kafka_bootstrap):
     return fingerprint(kafka_read(spark, kafka_bootstrap, TOPIC, table=TABLE))
 
 
+@pytest.mark.smoke
 def test_the_reader_over_connect_equals_the_classic_one(remote, kafka_bootstrap, expected):
     assert fingerprint(kafka_read(remote, kafka_bootstrap, TOPIC, table=TABLE)) == expected
 

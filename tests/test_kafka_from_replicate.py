@@ -35,6 +35,7 @@ def test_a_batch_equals_the_reader_over_the_same_topic(spark, kafka_bootstrap, o
     assert (decoded.schema, fingerprint(decoded)) == expected
 
 
+@pytest.mark.smoke
 def test_a_stream_equals_the_reader_over_the_same_topic(spark, kafka_bootstrap, options, expected):
     stream = kafka_values(spark, kafka_bootstrap, TOPIC, stream=True).select(from_replicate("value", options).alias("r"))
     assert fingerprint(rows(memory_sink(spark, stream, "from_replicate_kafka"))) == expected[1]

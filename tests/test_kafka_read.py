@@ -13,12 +13,14 @@ from pyspark.errors import IllegalArgumentException
 
 import spark_replicate
 from _kafka import PREFIX, fingerprint, generic_fingerprint, kafka_read, publish
-from conftest import SOURCE, read_table
+from conftest import SOURCE, read_table, smoke_cases
 from spark_replicate.generate import SCHEMA_TOPIC
 
 pytestmark = pytest.mark.kafka
 
-@pytest.mark.parametrize("table", ["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS", "INV.ITEMS"])
+@pytest.mark.parametrize("table", smoke_cases([pytest.param(t, id=t) for t in
+                                                 ["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS", "INV.ITEMS"]],
+                                                {"SALES.ORDERS"}))
 def test_a_table_read_from_kafka_equals_the_file_read(spark, kafka_zone, kafka_bootstrap, table):
     topic = next(t.topic for t in kafka_zone.tables if t.name == table)
     from_kafka = fingerprint(kafka_read(spark, kafka_bootstrap, topic, table=table))

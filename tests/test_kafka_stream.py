@@ -74,6 +74,7 @@ def test_a_processing_time_trigger(spark, kafka_zone, kafka_bootstrap, tmp_path)
     assert_exactly_once(spark, tmp_path / "sink", kafka_zone, kafka_bootstrap)
 
 
+@pytest.mark.smoke
 def test_a_query_stopped_and_restarted_from_its_checkpoint(spark, kafka_zone, kafka_bootstrap, tmp_path):
     def stream():
         return kafka_read(spark, kafka_bootstrap, TOPIC, stream=True, table=TABLE, includeSource=True,

@@ -85,8 +85,10 @@ def _ivy_settings(asked: str, served: str) -> Path:
         "  <resolvers>",
         '    <chain name="default" returnFirst="true">',
         # Spark's own default chain: the local Maven repository, then Maven Central.
+        # A copy there without its pom (as `mvn dependency:get -Dtransitive=false` leaves) would
+        # bring the jar without its dependencies (kafka-clients): such a copy is passed over.
         '      <ibiblio name="local-m2-cache" m2compatible="true" root="file:${user.home}/.m2/repository" '
-        'namespace="served"/>',
+        'namespace="served" descriptor="required"/>',
         '      <ibiblio name="central" m2compatible="true" namespace="served"/>',
         "    </chain>",
         "  </resolvers>",
