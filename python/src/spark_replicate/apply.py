@@ -147,8 +147,8 @@ def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
                 state.finish(done[0])
             return _result(done[0])
     state.finish_interrupted()
-    entry = state.stage(changes, max(staged, default=0) + 1, stream)
-    state.finish(entry)
+    entry, rows_staged = state.stage(changes, max(staged, default=0) + 1, stream)
+    state.finish(entry, merge=rows_staged > 0)
     return _result(entry)
 
 
@@ -202,8 +202,9 @@ class _State:
                           key=lambda row: row.batch):
             self.finish(row)
 
-    def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None):
-        """Replays the batch's fresh changes after the target's rows into ``staged``; logs it."""
+    def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None) -> tuple[_LogRow, int]:
+        """Replays the batch's fresh changes after the target's rows into ``staged``; logs it.
+        Returns the log's entry and the number of rows staged."""
         layout = self.layout
         events = change_events(changes, layout)
         known = self.read_keys()
@@ -216,10 +217,10 @@ class _State:
         replayed.select("*", (F.min(RANK).over(per_key) == 0).alias(_EXISTED),
                         F.coalesce(previous != DELETE, F.lit(False)).alias(_LIVE_BEFORE)).write.format("delta").mode("overwrite") \
             .option("overwriteSchema", "true").save(self._staged_path)
-        counts = self._counts(changes)
+        *counts, rows_staged = self._counts(changes)
         entry = _LogRow(batch, _STAGED, *(stream or (None, None)), *counts)
         self._log(entry)
-        return entry
+        return entry, rows_staged
 
     def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame:
         """The row the target holds for each key with fresh changes (type 2: its open version), as
@@ -237,8 +238,8 @@ class _State:
                         *(F.struct((quoted(c) if c in present else F.lit(None)).alias("v"))
                           .cast(slot_types[slot(i)]).alias(slot(i)) for i, c in enumerate(layout.values))))
 
-    def _counts(self, changes: DataFrame) -> tuple[int, int, int, int]:
-        """The batch's counts from ``staged``, and its input's rows, in one job."""
+    def _counts(self, changes: DataFrame) -> tuple[int, int, int, int, int]:
+        """The batch's counts from ``staged`` and its input's rows, in one job; then the rows staged."""
         staged = self._read(self._staged_path)
         change, live = F.col(RANK) == 1, F.col(OPERATION) != DELETE
         last_delete = F.col(LAST) & ~live
@@ -248,12 +249,20 @@ class _State:
         else:
             counted = (change & live, F.col(RANK) == 0, last_delete & F.col(_LIVE_BEFORE))
         applied = change & ~F.col(DERIVED)
-        row = (staged.select(*(F.count_if(c).alias(f"c{i}") for i, c in enumerate((*counted, applied))))
+        row = (staged.select(*(F.count_if(c).alias(f"c{i}") for i, c in enumerate((*counted, applied))),
+                             F.count(F.lit(1)).alias("staged"))
                .crossJoin(changes.select(F.count(F.lit(1)).alias("input"))).first())
-        return row.c0, row.c1, row.c2, row.input - row.c3
+        return row.c0, row.c1, row.c2, row.input - row.c3, row.staged
 
-    def finish(self, entry: _LogRow) -> None:
-        """MERGE ``staged`` into the target and the keys, then log the batch applied."""
+    def finish(self, entry: _LogRow, merge: bool = True) -> None:
+        """MERGE ``staged`` into the target and the keys, then log the batch applied. Without
+        ``merge`` (nothing staged: every change was stale or a duplicate, as in a rerun over the
+        same input) only the log is written: two MERGEs of nothing would cost seconds of Delta's."""
+        if merge:
+            self._merge_staged()
+        self._log(entry._replace(status=_APPLIED))
+
+    def _merge_staged(self) -> None:
         self._add_new_columns()
         staged, layout = self.staged, self.layout
         on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in layout.keys)
@@ -278,7 +287,6 @@ class _State:
                     f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST}) s ON {on} "
                     f"WHEN MATCHED THEN UPDATE SET {_KEY_SEQUENCE} = s.{_KEY_SEQUENCE}, {_DELETED} = s.{_DELETED} "
                     f"WHEN NOT MATCHED THEN INSERT *")
-        self._log(entry._replace(status=_APPLIED))
 
     def _merge(self, statement: str) -> None:
         self.spark.sql(statement).collect()

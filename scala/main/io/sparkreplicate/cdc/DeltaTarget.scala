@@ -60,8 +60,8 @@ private[cdc] object DeltaTarget {
         row.result
       case None =>
         state.finishInterrupted()
-        val entry = state.stage(changes, (staged.keys.toSeq :+ 0L).max + 1, stream)
-        state.finish(entry)
+        val (entry, rowsStaged) = state.stage(changes, (staged.keys.toSeq :+ 0L).max + 1, stream)
+        state.finish(entry, merge = rowsStaged > 0)
         entry.result
     }
   }
@@ -125,11 +125,14 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   /** Finishes, from what was staged, the batches a run that died logged staged but not applied. */
   def finishInterrupted(): Unit = {
     val applied = log.filter(_.status == Applied).map(_.batch).toSet
-    log.filter(row => row.status == Staged && !applied(row.batch)).sortBy(_.batch).foreach(finish)
+    log.filter(row => row.status == Staged && !applied(row.batch)).sortBy(_.batch).foreach(row => finish(row))
   }
 
-  /** Replays the batch's fresh changes after the target's rows into `staged`; logs it. */
-  def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): LogRow = {
+  /**
+   * Replays the batch's fresh changes after the target's rows into `staged`; logs it. Returns the
+   * log's entry and the number of rows staged.
+   */
+  def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): (LogRow, Long) = {
     val events = changeEvents(input, layout)
     val fresh = events.join(readKeys, layout.keys, "left")
       .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
@@ -140,10 +143,10 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       .select(col("*"), (min(col(Rank)).over(perKey) === 0).as(Existed),
         coalesce(previous =!= Delete, lit(false)).as(LiveBefore))
       .write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(stagedPath)
-    val (inserted, updated, deleted, ignored) = counts(input)
+    val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     appendLog(entry)
-    entry
+    (entry, rowsStaged)
   }
 
   /**
@@ -162,8 +165,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
         }: _*)
   }
 
-  /** The batch's counts from `staged`, and its input's rows, in one job. */
-  private def counts(input: DataFrame): (Long, Long, Long, Long) = {
+  /** The batch's counts from `staged` and its input's rows, in one job; then the rows staged. */
+  private def counts(input: DataFrame): (Long, Long, Long, Long, Long) = {
     val (change, live) = (col(Rank) === 1, col(Operation) =!= Delete)
     val lastDelete = col(Last) && !live
     val counted: Seq[Column] = if (scdType == 1) {
@@ -171,13 +174,22 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     } else {
       Seq(change && live, col(Rank) === 0, lastDelete && col(LiveBefore))
     }
-    val row = read(stagedPath).select((counted :+ (change && !col(Derived))).map(count_if): _*)
+    val row = read(stagedPath).select((counted :+ (change && !col(Derived))).map(count_if) :+ count(lit(1)): _*)
       .crossJoin(input.select(count(lit(1)))).head()
-    (row.getLong(0), row.getLong(1), row.getLong(2), row.getLong(4) - row.getLong(3))
+    (row.getLong(0), row.getLong(1), row.getLong(2), row.getLong(5) - row.getLong(3), row.getLong(4))
   }
 
-  /** MERGE `staged` into the target and the keys, then log the batch applied. */
-  def finish(entry: LogRow): Unit = {
+  /**
+   * MERGE `staged` into the target and the keys, then log the batch applied. Without `merge`
+   * (nothing staged: every change was stale or a duplicate, as in a rerun over the same input)
+   * only the log is written: two MERGEs of nothing would cost seconds of Delta's.
+   */
+  def finish(entry: LogRow, merge: Boolean = true): Unit = {
+    if (merge) mergeStaged()
+    appendLog(entry.copy(status = Applied))
+  }
+
+  private def mergeStaged(): Unit = {
     addNewColumns()
     val on = layout.keys.map(k => s"t.${quote(k)} <=> s.${quote(k)}").mkString(" AND ")
     val names = layout.columns.map(quote).mkString(", ")
@@ -201,7 +213,6 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       s"$Operation = '$Delete' AS $Deleted FROM $staged WHERE $Last) s ON $on " +
       s"WHEN MATCHED THEN UPDATE SET $KeySequence = s.$KeySequence, $Deleted = s.$Deleted " +
       "WHEN NOT MATCHED THEN INSERT *").collect()
-    appendLog(entry.copy(status = Applied))
   }
 
   /** Columns the source added since the target was created (a dropped one stays). */
