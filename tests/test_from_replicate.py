@@ -9,10 +9,10 @@ alone, and against the reader on the same options.
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import functions as F
+from pyspark.sql import Window, functions as F
 from pyspark.sql.types import VariantType
 
-from conftest import assert_same_rows, collect_plain, expected_rows, raises_replicate
+from conftest import assert_same_rows, collect_plain, expected_rows, raises_replicate, spark_conf
 from spark_replicate.functions import from_replicate
 
 TABLE = "HR.EMPLOYEES"
@@ -41,6 +41,31 @@ def test_a_tables_messages_decode_to_the_rows_written_and_others_to_null(spark, 
     assert_same_rows(collect_plain(rows), expected_rows(zone, TABLE))
     others = sum(1 for m in zone.messages if m.table != TABLE)
     assert frame.where("r IS NULL").count() == others
+
+
+# The struct is the decoder's reused row: every operator that keeps one value while reading the
+# next must still see each message's own values.
+KEEPING = {
+    "collect_list": lambda f: f.agg(F.collect_list("r").alias("all")).select(F.explode("all").alias("r")),
+    "first per group": lambda f: f.groupBy("path").agg(F.first("r").alias("r")),
+    "sort": lambda f: f.orderBy(F.col("r.header__change_seq").desc()),
+    "lag": lambda f: f.select(F.lag("r").over(Window.orderBy("path")).alias("r")).where("r IS NOT NULL")
+                      .unionByName(f.orderBy(F.col("path").desc()).limit(1).select("r")),
+}
+
+
+@pytest.mark.parametrize("keep", list(KEEPING))
+def test_operators_that_keep_the_struct_keep_each_messages_values(spark, zone, keep):
+    options = dict(schemaTopic=str(zone.schema_topic), table=TABLE)
+    frame = messages(spark, zone).select("path", from_replicate("value", options).alias("r")).where("r IS NOT NULL")
+    kept = KEEPING[keep](frame)
+    assert_same_rows(collect_plain(kept.select("r.*")), expected_rows(zone, TABLE))
+
+
+def test_without_code_generation_too(spark, zone):
+    with spark_conf(spark, {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}):
+        frame = decoded(messages(spark, zone), schemaTopic=str(zone.schema_topic), table=TABLE)
+        assert_same_rows(collect_plain(frame.where("r IS NOT NULL").select("r.*")), expected_rows(zone, TABLE))
 
 
 def test_the_struct_has_exactly_the_readers_columns_for_the_same_options(spark, zone):

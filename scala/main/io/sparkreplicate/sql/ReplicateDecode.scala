@@ -29,22 +29,42 @@ final case class ReplicateDecode(child: Expression, spec: RowSpec) extends Unary
   // An expression has no metrics to report the waits for late metadata in.
   @transient private lazy val decoder = RowDecoder(spec, new ReadCounters)
   @transient private lazy val where = s"a value of ${child.sql}"
+  /**
+   * The last value decoded and its struct. Spark evaluates the call twice per row when a filter on
+   * its result is pushed below the projection that makes it (`where("r IS NOT NULL")` under
+   * `select("r.*")`, the usual way to drop the null rows); both read the same array, so the second
+   * call costs nothing. Only identity is compared: the struct's strings point into the value, so a
+   * value must not change while its struct is read, whatever is cached.
+   */
+  @transient private var lastValue: Array[Byte] = _
+  @transient private var lastStruct: Any = _
 
-  /** The decoder reuses its row, so the struct returned is a copy. */
+  /**
+   * The struct is the decoder's own row, reused for the next value, as `from_avro` does: Spark
+   * copies a value it keeps (into an UnsafeRow, or by `InternalRow.copyValue` where it buffers one).
+   */
   override def nullSafeEval(input: Any): Any = {
     val bytes = input.asInstanceOf[Array[Byte]]
+    if (bytes ne lastValue) {
+      lastValue = null
+      lastStruct = decode(bytes)
+      lastValue = bytes
+    }
+    lastStruct
+  }
+
+  private def decode(bytes: Array[Byte]): Any =
     try decoder.decode(bytes, 0, bytes.length) match {
-      case Outcome.Row => decoder.row.copy()
+      case Outcome.Row => decoder.row
       case Outcome.Metadata | Outcome.Filtered => null
     } catch {
       case e: MalformedMessageException if spec.options.mode == ParseMode.Permissive =>
-        decoder.corruptRow(bytes, 0, bytes.length, e, where).copy()
+        decoder.corruptRow(bytes, 0, bytes.length, e, where)
       case e: MalformedMessageException => throw spec.options.redaction(new ReplicateException(e.errorId,
         s"malformed message in $where: ${e.detail}. Set the option `mode` to PERMISSIVE to keep " +
           s"malformed messages as structs whose `${spec.options.columnNameOfCorruptRecord}` field holds " +
           "the bytes and the reason", e))
     }
-  }
 
   override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
     val self = ctx.addReferenceObj("fromReplicate", this)
