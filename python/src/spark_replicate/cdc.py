@@ -28,6 +28,7 @@ _PRESENT, _BEFORE = "header__present_columns", "header__before_image"
 DELETE = "DELETE"
 # Internal columns of the events and of their replay.
 LAST, RANK, DERIVED = "__replicate_last", "__replicate_rank", "__replicate_derived"
+REPEATED = "__replicate_repeated"
 
 
 class Layout(NamedTuple):
@@ -84,11 +85,11 @@ def slot(index: int) -> str:
 
 
 def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
-    """Every change once (duplicates dropped) as an event on its key: the keys, change sequence,
-    operation, ``RANK`` 1 (a change, not a baseline), ``DERIVED`` (the DELETE of a moved row's old
-    key), and per value column a slot: ``struct(value)`` when the event sets it, else null."""
+    """Every change as an event on its key (a change delivered twice, twice: :func:`replay` drops
+    the repeat): the keys, change sequence, operation, ``RANK`` 1 (a change, not a baseline),
+    ``DERIVED`` (the DELETE of a moved row's old key), and per value column a slot:
+    ``struct(value)`` when the event sets it, else null."""
     keys, values = layout.keys, layout.values
-    changes = changes.dropDuplicates([SEQUENCE, OPERATION, *keys])
     before = F.col(_BEFORE)
     moved = ((F.col(OPERATION) == "UPDATE") & before.isNotNull()
              & ~reduce(lambda a, b: a & b, [before.getField(k).eqNullSafe(quoted(k)) for k in keys]))
@@ -112,14 +113,20 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
 
 
 def replay(events: DataFrame, layout: Layout) -> DataFrame:
-    """Every event of every key with all the table's columns as they stand after it, ``__START_AT``
-    (its change sequence), ``__END_AT`` (the next event's) and whether it is the key's ``LAST``.
-    Events of ``RANK`` 0 (a baseline: the row a table already holds) come before the changes."""
+    """Every event of every key once, with all the table's columns as they stand after it,
+    ``__START_AT`` (its change sequence), ``__END_AT`` (the next event's) and whether it is the
+    key's ``LAST``. Events of ``RANK`` 0 (a baseline: the row a table already holds) come before the
+    changes. A change delivered more than once (the same key, change sequence and operation: files
+    landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
+    repeats here, in the window's own sort, spares a shuffle and a sort of the whole input."""
     keys, values = layout.keys, layout.values
-    order = Window.partitionBy(*map(quoted, keys)).orderBy(RANK, F.col(SEQUENCE).asc_nulls_first())
+    order = Window.partitionBy(*map(quoted, keys)).orderBy(RANK, F.col(SEQUENCE).asc_nulls_first(), OPERATION, DERIVED)
     so_far = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    repeated = reduce(lambda a, b: a & b, [F.lead(c).over(order).eqNullSafe(F.col(c))
+                                           for c in (RANK, SEQUENCE, OPERATION, DERIVED)])
     return events.select(
         *map(quoted, keys), OPERATION, RANK, DERIVED,
         *(F.last(slot(i), ignorenulls=True).over(so_far).getField("v").alias(c) for i, c in enumerate(values)),
         F.col(SEQUENCE).alias(START_AT), F.lead(SEQUENCE).over(order).alias(END_AT),
-        F.lead(F.lit(False), default=True).over(order).alias(LAST))
+        F.lead(F.lit(False), default=True).over(order).alias(LAST), repeated.alias(REPEATED)
+    ).where(~F.col(REPEATED)).drop(REPEATED)

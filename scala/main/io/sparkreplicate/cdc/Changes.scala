@@ -28,6 +28,7 @@ object Changes {
   private[cdc] val Last = "__replicate_last"
   private[cdc] val Rank = "__replicate_rank"
   private[cdc] val Derived = "__replicate_derived"
+  private val Repeated = "__replicate_repeated"
   private[cdc] val Delete = "DELETE"
 
   /** The table's columns (in the reader's order), its key columns (in key order), and the others. */
@@ -107,13 +108,13 @@ object Changes {
   private[cdc] def slot(index: Int): String = s"__replicate_$index"
 
   /**
-   * Every change once (duplicates dropped) as an event on its key: the keys, change sequence,
-   * operation, `Rank` 1 (a change, not a baseline), `Derived` (the DELETE of a moved row's old
-   * key), and per value column a slot: `struct(value)` when the event sets it, else null.
+   * Every change as an event on its key (a change delivered twice, twice: [[replay]] drops the
+   * repeat): the keys, change sequence, operation, `Rank` 1 (a change, not a baseline), `Derived`
+   * (the DELETE of a moved row's old key), and per value column a slot: `struct(value)` when the
+   * event sets it, else null.
    */
-  private[cdc] def changeEvents(input: DataFrame, layout: Layout): DataFrame = {
+  private[cdc] def changeEvents(changes: DataFrame, layout: Layout): DataFrame = {
     val (keys, values) = (layout.keys, layout.values)
-    val changes = input.dropDuplicates(ChangeSeq +: Operation +: keys)
     val before = col(BeforeImage)
     val moved = col(Operation) === "UPDATE" && before.isNotNull &&
       !keys.map(k => before.getField(k) <=> quoted(k)).reduce(_ && _)
@@ -133,17 +134,22 @@ object Changes {
   }
 
   /**
-   * Every event of every key with all the table's columns as they stand after it, `__START_AT`
-   * (its change sequence), `__END_AT` (the next event's) and whether it is the key's `Last`.
-   * Events of `Rank` 0 (a baseline: the row a table already holds) come before the changes.
+   * Every event of every key once, with all the table's columns as they stand after it,
+   * `__START_AT` (its change sequence), `__END_AT` (the next event's) and whether it is the key's
+   * `Last`. Events of `Rank` 0 (a baseline: the row a table already holds) come before the
+   * changes. A change delivered more than once (the same key, change sequence and operation: files
+   * landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
+   * repeats here, in the window's own sort, spares a shuffle and a sort of the whole input.
    */
   private[cdc] def replay(events: DataFrame, layout: Layout): DataFrame = {
-    val order = Window.partitionBy(layout.keys.map(quoted): _*).orderBy(col(Rank), col(ChangeSeq).asc_nulls_first)
+    val order = Window.partitionBy(layout.keys.map(quoted): _*)
+      .orderBy(col(Rank), col(ChangeSeq).asc_nulls_first, col(Operation), col(Derived))
     val soFar = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    val repeated = Seq(Rank, ChangeSeq, Operation, Derived).map(c => lead(col(c), 1).over(order) <=> col(c)).reduce(_ && _)
     events.select(layout.keys.map(quoted) ++ Seq(col(Operation), col(Rank), col(Derived)) ++
       layout.values.zipWithIndex.map { case (c, i) =>
         last(col(slot(i)), ignoreNulls = true).over(soFar).getField("v").as(c) } ++
       Seq(col(ChangeSeq).as(StartAt), lead(col(ChangeSeq), 1).over(order).as(EndAt),
-        lead(lit(false), 1, true).over(order).as(Last)): _*)
-  }
-}
+        lead(lit(false), 1, true).over(order).as(Last), repeated.as(Repeated)): _*)
+      .where(!col(Repeated)).drop(Repeated)
+  }}
