@@ -290,11 +290,6 @@ def test_apply_topic_applies_every_table_to_its_own_delta_table_then_a_rerun_fin
     assert all(again[table].ignored == len(zone.messages_for(table)) for table in TABLES)
 
 
-def test_apply_topic_refuses_what_is_not_built(spark, zone, tmp_path):
-    with pytest.raises(NotImplementedError, match=r"apply_topic\(transactional=True, continuous=True\) is not built"):
-        spark_replicate.apply_topic(spark, str(zone.root), str(tmp_path), transactional=True, continuous=True)
-
-
 @needs_delta
 @pytest.mark.slow
 def test_the_apply_command(zone, tmp_path):
@@ -307,9 +302,6 @@ def test_the_apply_command(zone, tmp_path):
     assert first.returncode == 0, first.stderr[-3000:]
     lines = first.stdout.splitlines()
     assert lines[0].startswith(f"HR.DEPARTMENTS: batch 1: {len(zone.final_state('HR.DEPARTMENTS'))} inserted, 0 updated")
-    refused = subprocess.run(command + ["--continuous", "--transactional"], capture_output=True, text=True, timeout=60,
-                             preexec_fn=dies_with_parent())
-    assert refused.returncode == 2 and "--transactional with --continuous is not built" in refused.stderr
 
 
 @needs_delta

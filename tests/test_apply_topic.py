@@ -8,13 +8,15 @@ table must be the simulated source table as of the last commit before the oldest
 wholly landed (from the simulation's versions of each key, never from the reader), and at the end
 its final state. The Scala twin (``Changes.applyTopic``) applies one of the batches, continuing
 what Python applied. Continuous: ``spark-replicate apply --continuous`` follows the landing until
-SIGTERM.
+SIGTERM; ``apply_topic(transactional=True, continuous=True)`` is checked after every cycle; Scala's
+``Changes.applyTopicContinuously`` follows two landings, with and without transactions.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -169,6 +171,22 @@ def test_without_transaction_headers_transactional_is_an_error(spark, tmp_path, 
     assert not (tmp_path / "lake").exists()
 
 
+def wait_until_applied(spark, target: Path, expected: dict[str, list[dict]], stopped) -> None:
+    """Polls each table's Delta table until it holds its ``expected`` rows; ``stopped()`` says why
+    the applying side stopped (it failed), or None while it runs."""
+    def matches(table: str, rows: list[dict]) -> bool:
+        try:
+            assert_same_rows(collect_plain(spark.read.format("delta").load(str(target / table))), rows)
+            return True
+        except (pytest.fail.Exception, AnalysisException):  # not yet, or no Delta table there yet
+            return False
+    deadline = time.monotonic() + 240
+    while not all(matches(table, rows) for table, rows in expected.items()):
+        assert stopped() is None, stopped()
+        assert time.monotonic() < deadline, f"not applied within 4 minutes: {stopped()}"
+        time.sleep(1)
+
+
 APPLY = """
     import sys
     from spark_replicate.cli import main
@@ -189,26 +207,85 @@ def test_continuous_apply_follows_the_landing_until_sigterm(spark, zone, tmp_pat
                                    stderr=subprocess.STDOUT, env={**os.environ, **SMALL_SESSION}, start_new_session=True,
                                    preexec_fn=dies_with_parent())
 
-    def matches(table: str, rows: list[dict]) -> bool:
-        try:
-            assert_same_rows(collect_plain(spark.read.format("delta").load(str(target / table))), rows)
-            return True
-        except (pytest.fail.Exception, AnalysisException):  # not yet, or no Delta table there yet
-            return False
-
-    def wait_for(expected: dict[str, list[dict]]) -> None:
-        deadline = time.monotonic() + 240
-        while not all(matches(table, rows) for table, rows in expected.items()):
-            assert running.poll() is None, log.read_text()[-4000:]
-            assert time.monotonic() < deadline, log.read_text()[-4000:]
-            time.sleep(1)
+    def stopped() -> str | None:
+        return None if running.poll() is None else log.read_text()[-4000:]
     try:
-        wait_for({t: state_at(zone, t, zone.messages[first - 1].headers["changeSequence"]) for t in TABLES})
+        wait_until_applied(spark, target, {t: state_at(zone, t, zone.messages[first - 1].headers["changeSequence"])
+                                           for t in TABLES}, stopped)
         land(zone, zone.messages[first:], landing, 2)
-        wait_for({t: truth(zone, t) for t in TABLES})
+        wait_until_applied(spark, target, {t: truth(zone, t) for t in TABLES}, stopped)
     finally:
         running.send_signal(signal.SIGTERM)  # to the command alone: it stops its queries and exits
         code = running.wait(timeout=120)
     output = log.read_text()
     assert code == 0, output[-4000:]
     assert "HR.EMPLOYEES: batch " in output and "spark-replicate apply: applying HR.EMPLOYEES" in output, output[-4000:]
+
+
+@needs_delta
+@pytest.mark.slow
+def test_continuous_transactional_apply_shows_whole_transactions_after_every_cycle(spark, zone, tmp_path):
+    """Between cycles (each reports once it applied), every table is the source as of the last
+    commit before the oldest transaction not wholly landed; then the next batch lands. The
+    first cycle holds rows that the second batch completes."""
+    landing, target = tmp_path / "landed" / "hr", tmp_path / "lake"
+    batches = landing_batches(zone, 2, seed=5)
+    landed: set = set()
+    held, checked = [], []
+
+    def land_next() -> None:
+        batch = batches[len(checked)]
+        land(zone, batch, landing, len(checked) + 1)
+        landed.update(id(m) for m in batch)
+
+    def after_cycle(line: str) -> None:
+        if not line.startswith("applied the whole transactions held"):
+            return
+        commit = last_whole_commit(zone, landed)
+        for table in TABLES:
+            assert_same_rows(delta_rows(spark, target / table), state_at(zone, table, commit))
+        held.append(sum(int(n) for n in re.findall(r"\((\d+) row\(s\) still held\)", line)))
+        checked.append(commit)
+        if len(checked) < len(batches):
+            land_next()
+
+    land_next()
+    results = topic.apply_continuously(spark, str(landing), str(target), str(zone.schema_topic), 1, True, 0.5, {},
+                                       progress=after_cycle, should_stop=lambda: len(checked) == len(batches))
+    assert len(checked) == len(batches) and held[-1] == 0 and all(held[:-1]), held
+    for table in TABLES:
+        assert_same_rows(delta_rows(spark, target / table), truth(zone, table))
+    assert {table: result.held for table, result in results.items()} == {table: 0 for table in TABLES}
+    assert sum(result.inserted for result in results.values()) > 0
+
+
+@needs_delta
+@pytest.mark.slow
+@pytest.mark.parametrize("transactional", [False, True], ids=["per-table", "transactional"])
+def test_scala_continuous_apply_follows_the_landing_until_stopped(spark, zone, tmp_path, transactional):
+    """``Changes.applyTopicContinuously``: two thirds of the messages land (cut inside a
+    transaction), then the rest; each table must show the source as of the last change landed
+    (transactional: the last commit before the oldest transaction not wholly landed), then all."""
+    landing, target = tmp_path / "landed" / "hr", tmp_path / "lake"
+    first = len(zone.messages) * 2 // 3
+    land(zone, zone.messages[:first], landing, 1)
+    jvm = spark._jvm
+    utils = jvm.org.apache.spark.api.python.PythonUtils
+    run = jvm.io.sparkreplicate.cdc.Changes.applyTopicContinuously(
+        spark._jsparkSession, utils.toSeq([str(landing)]), str(target), jvm.scala.Option.apply(str(zone.schema_topic)),
+        1, transactional, utils.toScalaMap({}), 2.0)
+
+    def stopped() -> str | None:
+        return None if run.isActive() else "the run stopped"
+    try:
+        landed = {id(m) for m in zone.messages[:first]}
+        commit = (last_whole_commit(zone, landed) if transactional
+                  else zone.messages[first - 1].headers["changeSequence"])
+        wait_until_applied(spark, target, {t: state_at(zone, t, commit) for t in TABLES}, stopped)
+        land(zone, zone.messages[first:], landing, 2)
+        wait_until_applied(spark, target, {t: truth(zone, t) for t in TABLES}, stopped)
+    finally:
+        results = run.stop()
+    java = jvm.scala.jdk.javaapi.CollectionConverters.asJava(results)
+    assert sorted(java.keySet()) == TABLES
+    assert all(java.get(t).held() == 0 for t in TABLES)

@@ -150,10 +150,6 @@ def _run_apply(args: argparse.Namespace) -> int:
     from spark_replicate.export import ExportError
     from spark_replicate.topic import ReplicateError, apply_continuously, apply_topic
 
-    if args.continuous and args.transactional:
-        print("spark-replicate apply: --transactional with --continuous is not built (each table is a stream of its "
-              "own); run --transactional as files land instead", file=sys.stderr)
-        return 2
     stop = _stop_on_signals() if args.continuous else None
     target, reading = os.path.abspath(args.target), {} if args.mode is None else {"mode": args.mode}
     spark = _session("apply", args.master, delta=True)
@@ -252,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="apply whole transactions only; hold the rows of incomplete ones (and every change after "
                             "them) under DIR/_spark_replicate/held for a later run")
     _add_continuous_arguments(apply, "apply each table as a stream of the landed files, a batch every --interval "
-                                     "seconds (checkpoints under DIR/_spark_replicate/checkpoints)")
+                                     "seconds (checkpoints under DIR/_spark_replicate/checkpoints); with "
+                                     "--transactional, a cycle every --interval seconds that holds the new files' "
+                                     "rows, then applies the whole transactions held")
     apply.set_defaults(run=_run_apply)
 
     inspect = commands.add_parser(

@@ -21,15 +21,20 @@ written, and the applies are idempotent, so a run that dies anywhere is finished
 which decides again from the same rows (and whatever landed since).
 
 With ``continuous=True`` each table is a stream applied per micro-batch, run and supervised as
-:mod:`spark_replicate.export` runs its streams. Uses only the DataFrame API and SQL.
+:mod:`spark_replicate.export` runs its streams. With both, a transaction spanning tables that
+are separate streams, each cycle first appends every table's new files to its held rows (a
+stream per table into the held table, exactly once), then applies the held rows of all tables as
+a transactional run applies its input. Uses only the DataFrame API and SQL.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from typing import Callable
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession, functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
@@ -76,8 +81,10 @@ def apply_topic(spark: SparkSession, path: Paths, target: str, schema_topic: Pat
     micro-batch (a trigger every ``interval_seconds``) with its checkpoint under
     ``target/_spark_replicate/checkpoints/SCHEMA.TABLE``, as ``spark-replicate export
     --continuous`` runs: new tables are picked up, and a table that gains columns is restarted
-    with them. It runs until interrupted (KeyboardInterrupt), stops every query between batches
-    and returns what the run applied per table (its counts summed; ``batch`` the last).
+    with them. With ``transactional=True`` too, every ``interval_seconds`` a cycle holds each
+    table's new files and applies the whole transactions held (see the module's doc). It runs
+    until interrupted (KeyboardInterrupt), stops every query between batches and returns what the
+    run applied per table (its counts summed; ``batch`` the last; ``held`` after the last cycle).
     """
     target = target.rstrip("/")
     if continuous:
@@ -94,11 +101,10 @@ def apply_continuously(spark: SparkSession, path: Paths, target: str, schema_top
                        progress: Callable[[str], None] = lambda line: None,
                        should_stop: Callable[[], bool] = lambda: False) -> dict[str, ApplyResult]:
     """``apply_topic(continuous=True)``, until ``should_stop()``; ``progress`` gets a line per step and batch."""
-    if transactional:
-        raise NotImplementedError(
-            "apply_topic(transactional=True, continuous=True) is not built: a transaction spans tables, which "
-            "continuous applies as separate streams; run apply_topic(transactional=True) as files land instead")
     options = {_option_name(name): _option_value(value) for name, value in reader_options.items()}
+    if transactional:
+        return _apply_transactions_continuously(spark, path, target, schema_topic, scd_type, interval_seconds, options,
+                                                progress, should_stop)
     started = {}
 
     def table_apply(spark, inputs, output, table, options, trigger) -> _TableApply:
@@ -108,6 +114,70 @@ def apply_continuously(spark: SparkSession, path: Paths, target: str, schema_top
     stream_tables(spark, path, target, table_apply, schema_topic, options, True, interval_seconds, lambda line: None,
                   progress, should_stop)
     return {table: applied_since(spark, f"{target}/{table}", batch) for table, batch in sorted(started.items())}
+
+
+def _apply_transactions_continuously(spark: SparkSession, path: Paths, target: str, schema_topic: Paths | None,
+                                     scd_type: int, interval_seconds: float, options: dict[str, str],
+                                     progress: Callable[[str], None],
+                                     should_stop: Callable[[], bool]) -> dict[str, ApplyResult]:
+    """``apply_topic(transactional=True, continuous=True)``: a cycle every ``interval_seconds`` until
+    ``should_stop()`` (or KeyboardInterrupt), each (1) appending every table's files landed since
+    the last cycle to the rows it holds, once (a stream per table with ``Trigger.AvailableNow`` into
+    its held Delta table, whose sink commits a micro-batch once however often it runs), then (2)
+    applying the held rows of all tables as a transactional batch run applies what it reads. A
+    cycle that dies is finished by the next, as a batch run is: the held rows are durable."""
+    started: dict[str, int] = {}
+    held: dict[str, int] = {}
+    try:
+        while True:
+            cycle = time.monotonic()
+            landed = stream_tables(spark, path, target, _TableHold, schema_topic, options, False, interval_seconds,
+                                   lambda line: None, progress, lambda: False)
+            pending = {r.table: rows for r in landed if (rows := _held_rows(spark, target, r.table)) is not None}
+            for table in pending:
+                started.setdefault(table, applied_since(spark, f"{target}/{table}", 0).batch)
+            if pending:
+                _check_transaction_headers(pending)
+                results = _apply_pending(spark, pending, target, scd_type)
+                held.update({table: result.held for table, result in results.items()})
+                progress("applied the whole transactions held: " + ", ".join(
+                    f"{table} ({result.held} row(s) still held)" for table, result in sorted(results.items())))
+            while not should_stop() and time.monotonic() - cycle < interval_seconds:
+                time.sleep(min(0.2, interval_seconds))
+            if should_stop():
+                break
+    except KeyboardInterrupt:
+        progress("interrupted: what the cycles applied stays applied, and what they held stays held")
+    return {table: dataclasses.replace(applied_since(spark, f"{target}/{table}", batch), held=held.get(table, 0))
+            for table, batch in sorted(started.items())}
+
+
+def _held_rows(spark: SparkSession, target: str, table: str) -> DataFrame | None:
+    """The rows ``table`` holds, or None before its first file landed."""
+    try:
+        rows = spark.read.format("delta").load(_held_path(target, table))
+        rows.schema  # (Spark Connect analyses a read only when asked)
+        return rows
+    except AnalysisException:
+        return None
+
+
+class _TableHold(_TableExport):
+    """One table's files landed since its last cycle, appended once to the rows it holds."""
+
+    action = "holding the new rows of"
+
+    def __init__(self, spark, inputs, output, table, options, trigger):
+        super().__init__(spark, inputs, output, table, options, trigger)
+        self.path = _held_path(output, table)
+        # Not the checkpoints of continuous apply without transactions: each mode has its own progress.
+        self.checkpoint = f"{output}/{STATE_DIR}/held-checkpoints/{table}"
+
+    def writer(self, df: DataFrame) -> DataStreamWriter:
+        return df.writeStream.format("delta").option("path", self.path).option("mergeSchema", "true")
+
+    def batch_line(self, files: int, rows: int) -> str:
+        return f"{self.table}: {rows} row(s) of {files} new input file(s) held for the next apply"
 
 
 class _TableApply(_TableExport):
@@ -137,7 +207,13 @@ def _apply_table(changes: DataFrame, target: str, name: str, scd_type: int) -> A
 def _apply_transactions(spark: SparkSession, tables: dict[str, DataFrame], target: str,
                         scd_type: int) -> dict[str, ApplyResult]:
     _check_transaction_headers(tables)
-    pending = {name: _with_held(changes, _held_path(target, name)) for name, changes in tables.items()}
+    return _apply_pending(spark, {name: _with_held(changes, _held_path(target, name)) for name, changes in tables.items()},
+                          target, scd_type)
+
+
+def _apply_pending(spark: SparkSession, pending: dict[str, DataFrame], target: str,
+                   scd_type: int) -> dict[str, ApplyResult]:
+    """Applies each table's ``pending`` rows up to the boundary and holds the rest (the module's doc)."""
     boundary = _boundary(pending, target, scd_type)
     before = F.col(SEQUENCE).isNull() | (F.col(SEQUENCE) < boundary) if boundary is not None else F.lit(True)
     results = {name: _apply_table(rows.where(before), target, name, scd_type) for name, rows in pending.items()}

@@ -3,7 +3,7 @@ package io.sparkreplicate.cdc
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
-import org.apache.spark.sql.streaming.StreamingQuery
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.apache.spark.sql.types.StructType
 
 import io.sparkreplicate.catalyst.OutputColumns
@@ -62,11 +62,15 @@ object Changes {
 
   /** [[applyChanges]] for a streaming DataFrame, per micro-batch: returns the started query. */
   def applyChangesStream(changes: DataFrame, target: String, checkpointLocation: String, keys: Seq[String] = Nil,
-      scdType: Int = 1): StreamingQuery = {
+      scdType: Int = 1): StreamingQuery =
+    applyStream(changes, target, checkpointLocation, keys, scdType, Trigger.ProcessingTime(0))
+
+  private[cdc] def applyStream(changes: DataFrame, target: String, checkpointLocation: String, keys: Seq[String],
+      scdType: Int, trigger: Trigger): StreamingQuery = {
     require(changes.isStreaming, "a batch DataFrame is applied once, with applyChanges")
     val layout = tableLayout(changes, keys)
     DeltaTarget.checkScdType(scdType)
-    changes.writeStream.option("checkpointLocation", checkpointLocation)
+    changes.writeStream.option("checkpointLocation", checkpointLocation).trigger(trigger)
       .foreachBatch { (batch: DataFrame, id: Long) =>
         DeltaTarget.applyBatch(batch, target, layout, scdType, Some((checkpointLocation, id)))
         ()
@@ -83,6 +87,23 @@ object Changes {
   def applyTopic(spark: SparkSession, paths: Seq[String], target: String, schemaTopic: Option[String] = None,
       scdType: Int = 1, transactional: Boolean = false, options: Map[String, String] = Map.empty): Map[String, ApplyResult] =
     TopicApply.run(spark, paths, target, schemaTopic, scdType, transactional, options)
+
+  /**
+   * [[applyTopic]] as files land, in the background until [[ContinuousApply.stop]]: without
+   * `transactional`, each table is a stream of the landed files applied per micro-batch, a trigger
+   * every `intervalSeconds`, and tables whose metadata lands later get their own; with it, a cycle
+   * every `intervalSeconds` appends each table's new files to its held rows, then applies the whole
+   * transactions held. The same checkpoints and tables as `spark_replicate.apply_topic(...,
+   * continuous=True)`: either language may continue what the other ran.
+   */
+  def applyTopicContinuously(spark: SparkSession, paths: Seq[String], target: String,
+      schemaTopic: Option[String] = None, scdType: Int = 1, transactional: Boolean = false,
+      options: Map[String, String] = Map.empty, intervalSeconds: Double = 60): ContinuousApply = {
+    DeltaTarget.checkScdType(scdType)
+    val run = new ContinuousTopicApply(spark, paths, target.stripSuffix("/"), schemaTopic, scdType, options,
+      (intervalSeconds * 1000).toLong)
+    new ContinuousApply(if (transactional) run.cycles else run.streams)
+  }
 
   private[cdc] def quote(name: String): String = "`" + name.replace("`", "``") + "`"
 

@@ -80,6 +80,22 @@ private[cdc] object DeltaTarget {
 
   val LastApplied = "__replicate_last_applied"
 
+  /**
+   * The batches applied to the Delta table at path `target` after `batch`, summed; `batch` is the
+   * last of them (the one given when there is none, or when the target has no log yet).
+   */
+  def appliedSince(spark: SparkSession, target: String, batch: Long): ApplyResult = {
+    val log = try Some(spark.read.format("delta").load(s"$target/$StateDir/batches")) catch {
+      case _: AnalysisException => None // not created yet: no batch applied
+    }
+    log.fold(ApplyResult(batch, 0, 0, 0, 0)) { batches =>
+      val row = batches.where(col("status") === Applied && col("batch") > batch)
+        .agg(max("batch"), Seq("inserted", "updated", "deleted", "ignored").map(c => sum(c)): _*).head()
+      def at(i: Int): Long = if (row.isNullAt(i)) 0L else row.getLong(i)
+      ApplyResult(if (row.isNullAt(0)) batch else row.getLong(0), at(1), at(2), at(3), at(4))
+    }
+  }
+
   private def deltaName(path: String): String = s"delta.${quote(path)}"
 }
 

@@ -20,14 +20,18 @@ private[cdc] object TopicApply {
   def run(spark: SparkSession, paths: Seq[String], target: String, schemaTopic: Option[String], scdType: Int,
       transactional: Boolean, options: Map[String, String]): Map[String, ApplyResult] = {
     val root = target.stripSuffix("/")
-    val tables = readTables(spark, paths, schemaTopic, options)
-    if (transactional) applyTransactions(tables, root, scdType)
-    else tables.map { case (name, changes) => name -> applyTable(changes, root, name, scdType) }
+    val reading = readOptions(schemaTopic, options)
+    val tables = tableNames(spark, paths, schemaTopic, options).map(name => name -> spark.read.format("replicate")
+      .options(reading).option("table", name).option("layout", "flat").load(paths: _*)).toMap
+    if (transactional) {
+      checkTransactionHeaders(tables)
+      applyPending(tables.map { case (name, changes) => name -> withHeld(changes, heldPath(root, name)) }, root, scdType)
+    } else tables.map { case (name, changes) => name -> applyTable(changes, root, name, scdType) }
   }
 
-  /** Every table the metadata announces, read flat (the metadata of `schemaTopic`, else of `paths`). */
-  private def readTables(spark: SparkSession, paths: Seq[String], schemaTopic: Option[String],
-      options: Map[String, String]): Map[String, DataFrame] = {
+  /** The tables the metadata announces (the metadata of `schemaTopic`, else of `paths`), sorted. */
+  def tableNames(spark: SparkSession, paths: Seq[String], schemaTopic: Option[String],
+      options: Map[String, String]): Seq[String] = {
     val reserved = Set("table", "schematopic", "messages")
     require(!options.keys.exists(name => reserved(name.toLowerCase)),
       "applyTopic reads every table of the metadata: pass neither table, messages nor schemaTopic among the options")
@@ -36,15 +40,17 @@ private[cdc] object TopicApply {
     val source = schemaTopic.map(_.split(",").toSeq).getOrElse(paths)
     val names = spark.read.format("replicate").options(listing).option("messages", "metadata").load(source: _*)
       .where(col("table_name").isNotNull).select(concat_ws(".", col("schema_name"), col("table_name")))
-      .distinct().collect().map(_.getString(0)).sorted
+      .distinct().collect().map(_.getString(0)).sorted.toSeq
     if (names.isEmpty) {
       throw new ReplicateException(ErrorId.NoMetadata, s"no metadata (MD) message was found in " +
         s"${source.mkString(", ")}; pass schemaTopic, the landed topic that holds Replicate's metadata messages")
     }
-    val withSchemaTopic = schemaTopic.fold(options)(topic => options + ("schemaTopic" -> topic))
-    names.map(name => name -> spark.read.format("replicate").options(withSchemaTopic).option("table", name)
-      .option("layout", "flat").load(paths: _*)).toMap
+    names
   }
+
+  /** The reader's options for one table's rows. */
+  def readOptions(schemaTopic: Option[String], options: Map[String, String]): Map[String, String] =
+    schemaTopic.fold(options)(topic => options + ("schemaTopic" -> topic))
 
   private def applyTable(changes: DataFrame, root: String, name: String, scdType: Int): ApplyResult =
     try Changes.applyChanges(changes, s"$root/$name", scdType = scdType)
@@ -52,11 +58,10 @@ private[cdc] object TopicApply {
       throw new IllegalArgumentException(s"$name: ${e.getMessage}", e)
     }
 
-  private def heldPath(root: String, table: String): String = s"$root/${DeltaTarget.StateDir}/held/$table"
+  def heldPath(root: String, table: String): String = s"$root/${DeltaTarget.StateDir}/held/$table"
 
-  private def applyTransactions(tables: Map[String, DataFrame], root: String, scdType: Int): Map[String, ApplyResult] = {
-    checkTransactionHeaders(tables)
-    val pending = tables.map { case (name, changes) => name -> withHeld(changes, heldPath(root, name)) }
+  /** Applies each table's `pending` rows up to the boundary and holds the rest. */
+  def applyPending(pending: Map[String, DataFrame], root: String, scdType: Int): Map[String, ApplyResult] = {
     val before = boundary(pending, root, scdType).fold(lit(true))(b => col(ChangeSeq).isNull || col(ChangeSeq) < b)
     val results = pending.map { case (name, rows) => name -> applyTable(rows.where(before), root, name, scdType) }
     pending.map { case (name, rows) =>
@@ -94,7 +99,7 @@ private[cdc] object TopicApply {
   }
 
   /** Every change read carries its transaction's id, event counter and last-event flag. */
-  private def checkTransactionHeaders(tables: Map[String, DataFrame]): Unit = {
+  def checkTransactionHeaders(tables: Map[String, DataFrame]): Unit = {
     val unheaded = col(TransactionId).isNull || col(TransactionEventCounter).isNull || col(TransactionLastEvent).isNull
     val counts = tables.map { case (name, changes) =>
       changes.where(col(Operation) =!= "REFRESH" && unheaded).select(lit(name).as("table"))

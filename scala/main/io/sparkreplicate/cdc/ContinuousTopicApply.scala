@@ -1,0 +1,126 @@
+package io.sparkreplicate.cdc
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException, Trigger}
+
+import io.sparkreplicate.ErrorId
+
+/**
+ * The continuous runs of [[Changes.applyTopicContinuously]], over the tables of landed topics
+ * read with `options`, into `root/SCHEMA.TABLE`: [[streams]] without transactions, [[cycles]]
+ * with them. The same steps, checkpoints and held tables as `spark_replicate.topic`'s continuous
+ * apply, whose docstring tells why a run that dies anywhere is finished by the next.
+ */
+private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[String], root: String,
+    schemaTopic: Option[String], scdType: Int, options: Map[String, String], intervalMs: Long) {
+  import ContinuousTopicApply._
+
+  private val reading = TopicApply.readOptions(schemaTopic, options)
+  /** Each table's last batch applied before the run: what the run applied comes after it. */
+  private val started = mutable.Map[String, Long]()
+
+  /** Each table a stream applied per micro-batch, new tables picked up every interval. */
+  def streams(stopping: () => Boolean): Map[String, ApplyResult] = {
+    val running = mutable.LinkedHashMap[String, Supervised]()
+    var listing = System.nanoTime() // when to look for new tables next
+    try {
+      while (!stopping()) {
+        if (System.nanoTime() - listing >= 0) {
+          listing = System.nanoTime() + intervalMs * 1000000L
+          for (table <- TopicApply.tableNames(spark, paths, schemaTopic, options) if !running.contains(table)) {
+            begin(table)
+            running(table) = new Supervised(table, () => Changes.applyStream(stream(table), s"$root/$table",
+              s"$root/${DeltaTarget.StateDir}/checkpoints/$table", Nil, scdType, Trigger.ProcessingTime(intervalMs)))
+          }
+        }
+        running.values.foreach(_.restartIfSchemaChanged())
+        Thread.sleep(math.min(200L, intervalMs))
+      }
+    } finally running.values.foreach(_.stopBetweenBatches())
+    applied(Map.empty)
+  }
+
+  /**
+   * Every interval: each table's files landed since the last cycle appended once to its held rows
+   * (a stream with `Trigger.AvailableNow` into the held Delta table, whose sink commits a
+   * micro-batch once), then the held rows of all tables applied as a transactional batch run
+   * applies what it reads.
+   */
+  def cycles(stopping: () => Boolean): Map[String, ApplyResult] = {
+    val held = mutable.Map[String, Long]()
+    var stop = false
+    while (!stop) {
+      val cycle = System.nanoTime()
+      val tables = TopicApply.tableNames(spark, paths, schemaTopic, options)
+      tables.foreach(table => new Supervised(table, () => stream(table).writeStream.format("delta")
+        .option("path", TopicApply.heldPath(root, table)).option("mergeSchema", "true")
+        .option("checkpointLocation", s"$root/${DeltaTarget.StateDir}/held-checkpoints/$table")
+        .trigger(Trigger.AvailableNow()).start()).awaitStopped())
+      val pending = tables.flatMap(table => heldRows(table).map(table -> _)).toMap
+      pending.keys.foreach(begin)
+      if (pending.nonEmpty) {
+        TopicApply.checkTransactionHeaders(pending)
+        held ++= TopicApply.applyPending(pending, root, scdType).map { case (table, result) => table -> result.held }
+      }
+      while (!stopping() && System.nanoTime() - cycle < intervalMs * 1000000L) Thread.sleep(math.min(200L, intervalMs))
+      stop = stopping()
+    }
+    applied(held.toMap)
+  }
+
+  private def stream(table: String): DataFrame = spark.readStream.format("replicate").options(reading)
+    .option("table", table).option("layout", "flat").option("paths", jsonArray(paths)).load()
+
+  private def begin(table: String): Unit =
+    started.getOrElseUpdate(table, DeltaTarget.appliedSince(spark, s"$root/$table", 0).batch)
+
+  private def heldRows(table: String): Option[DataFrame] =
+    try Some(spark.read.format("delta").load(TopicApply.heldPath(root, table)))
+    catch { case _: org.apache.spark.sql.AnalysisException => None } // before its first file landed
+
+  private def applied(held: Map[String, Long]): Map[String, ApplyResult] = started.toMap.map { case (table, batch) =>
+    table -> DeltaTarget.appliedSince(spark, s"$root/$table", batch).copy(held = held.getOrElse(table, 0L))
+  }
+}
+
+private[cdc] object ContinuousTopicApply {
+  /**
+   * One table's query, started again from its checkpoint when it stopped because the table's
+   * schema changed (`REPLICATE_SCHEMA_CHANGED`: the new start reads the new columns); any other
+   * failure ends the run.
+   */
+  final class Supervised(table: String, start: () => StreamingQuery) {
+    private var query = start()
+    private var lastChange = ""
+
+    def restartIfSchemaChanged(): Unit = if (!query.isActive) {
+      val failure = query.exception.getOrElse(throw new IllegalStateException(s"$table: its query stopped"))
+      if (!failure.getMessage.contains(ErrorId.SchemaChanged.name) || failure.getMessage == lastChange) {
+        throw new IllegalStateException(s"$table: ${failure.getMessage}", failure)
+      }
+      lastChange = failure.getMessage
+      query = start()
+    }
+
+    /** Waits until a query of `Trigger.AvailableNow` has read all there was, restarts included. */
+    def awaitStopped(): Unit = {
+      try query.awaitTermination() catch { case _: StreamingQueryException => }
+      if (query.exception.nonEmpty) {
+        restartIfSchemaChanged()
+        awaitStopped()
+      }
+    }
+
+    /** Stops the query once the batch it runs, if any, is done. */
+    def stopBetweenBatches(): Unit = {
+      while (query.isActive && query.status.isTriggerActive) Thread.sleep(200)
+      if (query.isActive) query.stop()
+    }
+  }
+
+  /** `paths` as a JSON array, as `DataFrameReader.load(paths: _*)` passes them in the option `paths`. */
+  def jsonArray(paths: Seq[String]): String =
+    paths.map(p => "\"" + p.replace("\\", "\\\\").replace("\"", "\\\"") + "\"").mkString("[", ",", "]")
+}
