@@ -20,12 +20,12 @@ import io.sparkreplicate.files.{AvroContainerSource, FileSplit, Framing}
  *
  * `-Dreplicate.fuzz.cases=N` raises the number of mutated files (default 1200).
  */
-class ContainerFuzzSuite extends AnyFunSuite {
+class ContainerFuzzSuite extends AnyFunSuite with TempDirs {
   private val cases = sys.props.get("replicate.fuzz.cases").map(_.toInt).getOrElse(1200)
   private val seed = sys.props.get("replicate.fuzz.seed").map(_.toLong).getOrElse(0xB10CL)
   private val codecs = Seq("null", "deflate", "snappy", "zstandard", "bzip2", "xz")
   private val conf = new Configuration()
-  private val dir = Files.createTempDirectory("container-fuzz").toFile
+  private val dir = tempDir("container-fuzz").toFile
 
   /** Distinct values of varied sizes, so a block boundary can fall anywhere. */
   private val records = (0 until 120).map { i =>

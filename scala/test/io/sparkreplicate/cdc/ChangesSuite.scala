@@ -1,16 +1,14 @@
 package io.sparkreplicate.cdc
 
-import java.nio.file.Files
-
 import scala.jdk.CollectionConverters._
 import scala.util.Try
 
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types._
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
+import io.sparkreplicate.TempDirs
 import io.sparkreplicate.catalyst.OutputColumns
 
 /**
@@ -19,7 +17,7 @@ import io.sparkreplicate.catalyst.OutputColumns
  * baseline, a partial column mask, a real NULL, a key change, a delete carrying only the key,
  * and a message delivered twice.
  */
-class ChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
+class ChangesSuite extends AnyFunSuite with TempDirs {
   private var spark: SparkSession = _
   // build.sbt puts the delta-spark release of the Spark minor on the test class path, if there is one.
   private val delta = Try(Class.forName("io.delta.sql.DeltaSparkSessionExtension")).isSuccess
@@ -82,7 +80,7 @@ class ChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
     Seq(changes.where(early), changes.where(!early))
   }
 
-  private def deltaTable(): String = Files.createTempDirectory("apply").resolve("target").toString
+  private def deltaTable(): String = tempDir("apply").resolve("target").toString
 
   test("applyChanges in two batches: masks carry over from the table, the move and the deletes apply; again: all ignored") {
     assume(delta, "no Delta Lake release is built for this Spark minor")
@@ -107,7 +105,7 @@ class ChangesSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("applyChangesStream: one micro-batch per landed file, stopped and restarted from its checkpoint") {
     assume(delta, "no Delta Lake release is built for this Spark minor")
-    val (target, landed) = (deltaTable(), Files.createTempDirectory("landed"))
+    val (target, landed) = (deltaTable(), tempDir("landed"))
     val checkpoint = landed.resolveSibling(landed.getFileName.toString + "-checkpoint").toString
     def run(): Unit = {
       val stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", "1")

@@ -5,13 +5,13 @@ import java.nio.file.{Files, Path}
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkreplicate.{ErrorId, ReplicateException}
+import io.sparkreplicate.{ErrorId, ReplicateException, TempDirs}
 import io.sparkreplicate.Fixtures._
 import io.sparkreplicate.codec.Lineage
 
-class FileLogSuite extends AnyFunSuite {
+class FileLogSuite extends AnyFunSuite with TempDirs {
   private def newLog(): (FileLog, Path) = {
-    val dir = Files.createTempDirectory("file-log").resolve("sources/0")
+    val dir = tempDir("file-log").resolve("sources/0")
     (new FileLog(dir.toString, new Configuration), dir)
   }
 

@@ -7,18 +7,18 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path => HadoopPath}
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.sparkreplicate.{DecodeLimits, ErrorId, ReplicateException}
+import io.sparkreplicate.{DecodeLimits, ErrorId, ReplicateException, TempDirs}
 import io.sparkreplicate.Fixtures._
 import io.sparkreplicate.files.{FileOptions, Framing}
 
 /** The stream's planning over a local landing: what each trigger takes, logs and decodes with. */
-class LandingStreamSuite extends AnyFunSuite {
+class LandingStreamSuite extends AnyFunSuite with TempDirs {
 
   /**
    * @param metadataOfData the metadata messages of data files, by file name; None: a schema topic holds them
    */
   private final class Landing(metadataOfData: Option[Map[String, TableDef]] = None) {
-    val root: Path = Files.createTempDirectory("landing")
+    val root: Path = tempDir("landing")
     val checkpoint: String = root.resolve("checkpoint/sources/0").toString
     private val options = FileOptions(Seq(root.resolve("hr").toString),
       if (metadataOfData.isEmpty) Seq(root.resolve("_schema").toString) else Nil,
