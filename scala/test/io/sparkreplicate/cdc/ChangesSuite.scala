@@ -106,7 +106,7 @@ class ChangesSuite extends AnyFunSuite with TempDirs {
   test("applyChangesStream: one micro-batch per landed file, stopped and restarted from its checkpoint") {
     assume(delta, "no Delta Lake release is built for this Spark minor")
     val (target, landed) = (deltaTable(), tempDir("landed"))
-    val checkpoint = landed.resolveSibling(landed.getFileName.toString + "-checkpoint").toString
+    val checkpoint = tempDir("checkpoint").toString
     def run(): Unit = {
       val stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", "1")
         .option("recursiveFileLookup", "true").parquet(landed.toString)
