@@ -121,8 +121,13 @@ def apply_transactions(implementation: str, spark, landing, target, schema_topic
     utils, scala = jvm.org.apache.spark.api.python.PythonUtils, jvm.io.sparkreplicate.cdc.Changes
     results = scala.applyTopic(spark._jsparkSession, utils.toSeq([str(landing)]), str(target),
                                jvm.scala.Option.apply(str(schema_topic)), 1, True, utils.toScalaMap({}))
-    java = jvm.scala.jdk.javaapi.CollectionConverters.asJava(results)
-    return {table: java.get(table).held() for table in java.keySet()}
+    return {table: result.held() for table, result in scala_results(spark, results).items()}
+
+
+def scala_results(spark, results) -> dict:
+    """A Scala ``Map[String, ApplyResult]`` as a dict of its (py4j) ApplyResults."""
+    java = spark._jvm.scala.jdk.javaapi.CollectionConverters.asJava(results)
+    return {table: java.get(table) for table in java.keySet()}
 
 
 def delta_rows(spark, path) -> list[dict]:
@@ -285,7 +290,6 @@ def test_scala_continuous_apply_follows_the_landing_until_stopped(spark, zone, t
         land(zone, zone.messages[first:], landing, 2)
         wait_until_applied(spark, target, {t: truth(zone, t) for t in TABLES}, stopped)
     finally:
-        results = run.stop()
-    java = jvm.scala.jdk.javaapi.CollectionConverters.asJava(results)
-    assert sorted(java.keySet()) == TABLES
-    assert all(java.get(t).held() == 0 for t in TABLES)
+        results = scala_results(spark, run.stop())
+    assert sorted(results) == TABLES
+    assert all(results[t].held() == 0 for t in TABLES)

@@ -173,4 +173,5 @@ object Changes {
       Seq(col(ChangeSeq).as(StartAt), lead(col(ChangeSeq), 1).over(order).as(EndAt),
         lead(lit(false), 1, true).over(order).as(Last), repeated.as(Repeated)): _*)
       .where(!col(Repeated)).drop(Repeated)
-  }}
+  }
+}

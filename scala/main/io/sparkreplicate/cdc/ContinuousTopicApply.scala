@@ -2,7 +2,8 @@ package io.sparkreplicate.cdc
 
 import scala.collection.mutable
 
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.spark.sql.{AnalysisException, DataFrame, SparkSession}
 import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException, Trigger}
 
 import io.sparkreplicate.ErrorId
@@ -18,6 +19,8 @@ private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[St
   import ContinuousTopicApply._
 
   private val reading = TopicApply.readOptions(schemaTopic, options)
+  /** `paths` as `DataFrameReader.load(paths: _*)` passes them, a JSON array, which the source reads back. */
+  private val pathsOption = new ObjectMapper().writeValueAsString(paths.toArray)
   /** Each table's last batch applied before the run: what the run applied comes after it. */
   private val started = mutable.Map[String, Long]()
 
@@ -71,14 +74,14 @@ private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[St
   }
 
   private def stream(table: String): DataFrame = spark.readStream.format("replicate").options(reading)
-    .option("table", table).option("layout", "flat").option("paths", jsonArray(paths)).load()
+    .option("table", table).option("layout", "flat").option("paths", pathsOption).load()
 
   private def begin(table: String): Unit =
     started.getOrElseUpdate(table, DeltaTarget.appliedSince(spark, s"$root/$table", 0).batch)
 
   private def heldRows(table: String): Option[DataFrame] =
     try Some(spark.read.format("delta").load(TopicApply.heldPath(root, table)))
-    catch { case _: org.apache.spark.sql.AnalysisException => None } // before its first file landed
+    catch { case _: AnalysisException => None } // before its first file landed
 
   private def applied(held: Map[String, Long]): Map[String, ApplyResult] = started.toMap.map { case (table, batch) =>
     table -> DeltaTarget.appliedSince(spark, s"$root/$table", batch).copy(held = held.getOrElse(table, 0L))
@@ -119,8 +122,4 @@ private[cdc] object ContinuousTopicApply {
       if (query.isActive) query.stop()
     }
   }
-
-  /** `paths` as a JSON array, as `DataFrameReader.load(paths: _*)` passes them in the option `paths`. */
-  def jsonArray(paths: Seq[String]): String =
-    paths.map(p => "\"" + p.replace("\\", "\\\\").replace("\"", "\\\"") + "\"").mkString("[", ",", "]")
 }

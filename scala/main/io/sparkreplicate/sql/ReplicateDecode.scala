@@ -46,7 +46,7 @@ final case class ReplicateDecode(child: Expression, spec: RowSpec) extends Unary
   override def nullSafeEval(input: Any): Any = {
     val bytes = input.asInstanceOf[Array[Byte]]
     if (bytes ne lastValue) {
-      lastValue = null
+      lastValue = null // until decoded: a value that fails is not taken for the last one
       lastStruct = decode(bytes)
       lastValue = bytes
     }
