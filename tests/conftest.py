@@ -12,6 +12,7 @@ build the expensive shared things.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections import Counter
 from contextlib import contextmanager
@@ -168,6 +169,20 @@ def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1"))
     return spark_replicate.configure_spark(builder, kafka=kafka, delta=DELTA)
+
+
+def pytest_sessionstart(session):
+    """With several workers (pytest-xdist), resolves the Maven packages their sessions need once,
+    before they start: two JVMs resolving into an empty Ivy cache at the same moment (a fresh
+    machine, as CI's) read each other's half-written downloads, and neither session starts."""
+    workers = session.config.getoption("numprocesses", None)
+    if hasattr(session.config, "workerinput") or workers in (None, 0, 1):
+        return
+    warm_up = (f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); from conftest import session_builder; "
+               f"session_builder('local[1]', kafka={KAFKA_SOURCE}).getOrCreate().stop()")
+    done = subprocess.run([sys.executable, "-c", warm_up], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"resolving the test sessions' Maven packages failed:\n{done.stderr[-5000:]}")
 
 
 @pytest.fixture(scope="session")
