@@ -6,7 +6,8 @@ columns cannot show:
 
 - ``keys``: one row per key ever applied: the change sequence of its last applied change (''
   for a full-load row) and whether that change deleted it (a tombstone);
-- ``staged``: the batch being applied: its fresh changes replayed over the target's rows;
+- ``staged``: the batch being applied: its fresh changes replayed over the target's rows (type 1: each
+  key's last event only);
 - ``batches``: a row when a batch is staged and one when it is applied, with its counts.
 
 A batch is (1) staged: the input's changes newer than their key's last applied one, replayed
@@ -29,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession, Window, functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
-                                 change_events, quote, quoted, replay, slot, table_layout)
+                                 change_events, event_order, quote, quoted, replay, slot, table_layout)
 
 __all__ = ["apply_changes", "ApplyResult"]
 
@@ -38,6 +39,8 @@ STATE_DIR = "_spark_replicate"
 _KEY_SEQUENCE, _DELETED = "__replicate_change_seq", "__replicate_deleted"
 # Whether the target held the key before the batch, and whether the key was live before its event.
 _EXISTED, _LIVE_BEFORE = "__replicate_existed", "__replicate_live_before"
+# On each key's last event: how many of the batch's changes its key took (repeats and stale ones not).
+_APPLIED_CHANGES = "__replicate_applied"
 _BASELINE = "BASELINE"
 LAST_APPLIED = "__replicate_last_applied"
 _STAGED, _APPLIED = "staged", "applied"
@@ -211,25 +214,34 @@ class _State:
         fresh = (events.join(known, layout.keys, "left")
                  .where(F.col(_KEY_SEQUENCE).isNull() | (F.coalesce(SEQUENCE, F.lit("")) > F.col(_KEY_SEQUENCE)))
                  .drop(_KEY_SEQUENCE, _DELETED))
-        replayed = replay(fresh.unionByName(self._baseline(fresh, events)), layout)
+        baseline = self._baseline(fresh, events)
+        replayed = replay(fresh if baseline is None else fresh.unionByName(baseline), layout)
+        # Windows over the replay's own order (or its keys alone) reuse its sort.
         per_key = Window.partitionBy(*map(quoted, layout.keys))
-        previous = F.lag(OPERATION).over(per_key.orderBy(RANK, F.col(START_AT).asc_nulls_first()))
-        replayed.select("*", (F.min(RANK).over(per_key) == 0).alias(_EXISTED),
-                        F.coalesce(previous != DELETE, F.lit(False)).alias(_LIVE_BEFORE)).write.format("delta").mode("overwrite") \
+        staged = replayed.select(
+            "*", (F.min(RANK).over(per_key) == 0).alias(_EXISTED),
+            F.coalesce(F.lag(OPERATION).over(event_order(layout)) != DELETE, F.lit(False)).alias(_LIVE_BEFORE),
+            F.count_if((F.col(RANK) == 1) & ~F.col(DERIVED)).over(per_key).alias(_APPLIED_CHANGES))
+        # A current-state target takes only each key's last event: the others need not be written.
+        staged = staged.where(F.col(LAST)) if self.scd_type == 1 else staged
+        staged.withColumnRenamed(SEQUENCE, START_AT).write.format("delta").mode("overwrite") \
             .option("overwriteSchema", "true").save(self._staged_path)
         *counts, rows_staged = self._counts(changes)
         entry = _LogRow(batch, _STAGED, *(stream or (None, None)), *counts)
         self._log(entry)
         return entry, rows_staged
 
-    def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame:
+    def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame | None:
         """The row the target holds for each key with fresh changes (type 2: its open version), as
-        an event of ``RANK`` 0 that sets every column, in the changes' types."""
+        an event of ``RANK`` 0 that sets every column, in the changes' types; None when the target
+        holds no row (a first load then spares the join's second pass over the changes)."""
         layout = self.layout
         rows = self._read(self._target_path) if self._target_path else self.spark.read.table(self.target)
         sequence = F.lit(None).cast("string")
         if self.scd_type == 2:
             rows, sequence = rows.where(F.col(END_AT).isNull()), F.col(START_AT)
+        if rows.isEmpty():
+            return None
         present = set(rows.columns)
         slot_types = {f.name: f.dataType for f in events.schema.fields}
         return (rows.join(fresh.select(*map(quoted, layout.keys)).distinct(), layout.keys, "left_semi")
@@ -248,11 +260,10 @@ class _State:
                        last_delete & F.col(_EXISTED))
         else:
             counted = (change & live, F.col(RANK) == 0, last_delete & F.col(_LIVE_BEFORE))
-        applied = change & ~F.col(DERIVED)
-        row = (staged.select(*(F.count_if(c).alias(f"c{i}") for i, c in enumerate((*counted, applied))),
-                             F.count(F.lit(1)).alias("staged"))
+        row = (staged.select(*(F.count_if(c).alias(f"c{i}") for i, c in enumerate(counted)),
+                             F.sum(F.when(F.col(LAST), F.col(_APPLIED_CHANGES))).alias("c3"), F.count(F.lit(1)).alias("staged"))
                .crossJoin(changes.select(F.count(F.lit(1)).alias("input"))).first())
-        return row.c0, row.c1, row.c2, row.input - row.c3, row.staged
+        return row.c0, row.c1, row.c2, row.input - (row.c3 or 0), row.staged
 
     def finish(self, entry: _LogRow, merge: bool = True) -> None:
         """MERGE ``staged`` into the target and the keys, then log the batch applied. Without

@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import NamedTuple
 
-from pyspark.sql import Column, DataFrame, Window, functions as F
+from pyspark.sql import Column, DataFrame, Window, WindowSpec, functions as F
 
 __all__ = ["latest_state", "history", "KEY_POSITION"]
 
@@ -29,6 +29,9 @@ DELETE = "DELETE"
 # Internal columns of the events and of their replay.
 LAST, RANK, DERIVED = "__replicate_last", "__replicate_rank", "__replicate_derived"
 REPEATED = "__replicate_repeated"
+# Per change row, computed once for all its columns: whether it moves its row to a new key, whether
+# it sets every column, and whether its column mask names every column (or is null).
+_MOVED, _WHOLE_ROW, _ALL_PRESENT = "__replicate_moved", "__replicate_whole_row", "__replicate_all_present"
 
 
 class Layout(NamedTuple):
@@ -50,7 +53,8 @@ def history(changes: DataFrame, keys: list[str] | None = None) -> DataFrame:
     """One row per version of each key: the table's columns, ``__START_AT`` and ``__END_AT``."""
     layout = table_layout(changes, keys)
     events = replay(change_events(changes, layout), layout)
-    return events.where(F.col(OPERATION) != DELETE).select(*map(quoted, layout.columns), START_AT, END_AT)
+    return events.where(F.col(OPERATION) != DELETE).select(*map(quoted, layout.columns), F.col(SEQUENCE).alias(START_AT),
+                                                           END_AT)
 
 
 def quoted(name: str) -> Column:
@@ -93,40 +97,51 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     before = F.col(_BEFORE)
     moved = ((F.col(OPERATION) == "UPDATE") & before.isNotNull()
              & ~reduce(lambda a, b: a & b, [before.getField(k).eqNullSafe(quoted(k)) for k in keys]))
-    whole_row = F.col(OPERATION).isin("INSERT", "REFRESH") | moved
+    # The flags are columns of their own so that each is computed once per row, not once per
+    # column; a full mask (the usual case) then spares the search of the mask's names per column.
+    flagged = changes.select("*", moved.alias(_MOVED), (F.col(OPERATION).isin("INSERT", "REFRESH") | moved).alias(_WHOLE_ROW),
+                             (F.col(_PRESENT).isNull() | (F.col(_PRESENT) == F.array(*map(F.lit, layout.columns))))
+                             .alias(_ALL_PRESENT))
 
     def in_mask(column: str) -> Column:
-        return F.col(_PRESENT).isNull() | F.array_contains(F.col(_PRESENT), column)
+        return F.col(_ALL_PRESENT) | F.array_contains(F.col(_PRESENT), column)
 
     # A moved row starts from its before-image for the columns its mask leaves out.
     def set_value(column: str) -> Column:
-        value = F.when(moved & ~in_mask(column), before.getField(column)).otherwise(quoted(column))
-        return F.when(whole_row | in_mask(column), F.struct(value.alias("v")))
+        value = F.when(F.col(_MOVED) & ~in_mask(column), before.getField(column)).otherwise(quoted(column))
+        return F.when(F.col(_WHOLE_ROW) | in_mask(column), F.struct(value.alias("v")))
 
-    events = changes.select(*map(quoted, keys), SEQUENCE, OPERATION, F.lit(1).alias(RANK), F.lit(False).alias(DERIVED),
+    events = flagged.select(*map(quoted, keys), SEQUENCE, OPERATION, F.lit(1).alias(RANK), F.lit(False).alias(DERIVED),
                             *(set_value(c).alias(slot(i)) for i, c in enumerate(values)))
-    moved_away = changes.where(moved).select(
+    moved_away = flagged.where(F.col(_MOVED)).select(
         *(before.getField(k).alias(k) for k in keys), SEQUENCE, F.lit(DELETE).alias(OPERATION),
         F.lit(1).alias(RANK), F.lit(True).alias(DERIVED),
         *(F.lit(None).cast(events.schema[slot(i)].dataType).alias(slot(i)) for i in range(len(values))))
     return events.unionByName(moved_away)
 
 
+def event_order(layout: Layout) -> WindowSpec:
+    """The events of each key in the order they happened: a window over this spec after
+    :func:`replay` reuses its sort."""
+    return Window.partitionBy(*map(quoted, layout.keys)).orderBy(RANK, F.col(SEQUENCE).asc_nulls_first(), OPERATION,
+                                                                 DERIVED)
+
+
 def replay(events: DataFrame, layout: Layout) -> DataFrame:
-    """Every event of every key once, with all the table's columns as they stand after it,
-    ``__START_AT`` (its change sequence), ``__END_AT`` (the next event's) and whether it is the
-    key's ``LAST``. Events of ``RANK`` 0 (a baseline: the row a table already holds) come before the
+    """Every event of every key once, with all the table's columns as they stand after it, its
+    change sequence, ``__END_AT`` (the next event's) and whether it is the key's ``LAST``, in
+    :func:`event_order`. Events of ``RANK`` 0 (a baseline: the row a table already holds) come before the
     changes. A change delivered more than once (the same key, change sequence and operation: files
     landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
     repeats here, in the window's own sort, spares a shuffle and a sort of the whole input."""
     keys, values = layout.keys, layout.values
-    order = Window.partitionBy(*map(quoted, keys)).orderBy(RANK, F.col(SEQUENCE).asc_nulls_first(), OPERATION, DERIVED)
+    order = event_order(layout)
     so_far = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     repeated = reduce(lambda a, b: a & b, [F.lead(c).over(order).eqNullSafe(F.col(c))
                                            for c in (RANK, SEQUENCE, OPERATION, DERIVED)])
     return events.select(
         *map(quoted, keys), OPERATION, RANK, DERIVED,
         *(F.last(slot(i), ignorenulls=True).over(so_far).getField("v").alias(c) for i, c in enumerate(values)),
-        F.col(SEQUENCE).alias(START_AT), F.lead(SEQUENCE).over(order).alias(END_AT),
+        SEQUENCE, F.lead(SEQUENCE).over(order).alias(END_AT),
         F.lead(F.lit(False), default=True).over(order).alias(LAST), repeated.alias(REPEATED)
     ).where(~F.col(REPEATED)).drop(REPEATED)

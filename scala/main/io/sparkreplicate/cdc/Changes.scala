@@ -1,7 +1,7 @@
 package io.sparkreplicate.cdc
 
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
-import org.apache.spark.sql.expressions.Window
+import org.apache.spark.sql.expressions.{Window, WindowSpec}
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.apache.spark.sql.types.StructType
@@ -29,6 +29,11 @@ object Changes {
   private[cdc] val Rank = "__replicate_rank"
   private[cdc] val Derived = "__replicate_derived"
   private val Repeated = "__replicate_repeated"
+  // Per change row, computed once for all its columns: whether it moves its row to a new key,
+  // whether it sets every column, and whether its column mask names every column (or is null).
+  private val Moved = "__replicate_moved"
+  private val WholeRow = "__replicate_whole_row"
+  private val AllPresent = "__replicate_all_present"
   private[cdc] val Delete = "DELETE"
 
   /** The table's columns (in the reader's order), its key columns (in key order), and the others. */
@@ -47,7 +52,7 @@ object Changes {
   def history(changes: DataFrame, keys: Seq[String] = Nil): DataFrame = {
     val layout = tableLayout(changes, keys)
     replay(changeEvents(changes, layout), layout).where(col(Operation) =!= Delete)
-      .select(layout.columns.map(quoted) :+ col(StartAt) :+ col(EndAt): _*)
+      .select(layout.columns.map(quoted) :+ col(ChangeSeq).as(StartAt) :+ col(EndAt): _*)
   }
 
   /**
@@ -139,38 +144,45 @@ object Changes {
     val before = col(BeforeImage)
     val moved = col(Operation) === "UPDATE" && before.isNotNull &&
       !keys.map(k => before.getField(k) <=> quoted(k)).reduce(_ && _)
-    val wholeRow = col(Operation).isin("INSERT", "REFRESH") || moved
-    def inMask(name: String): Column = col(PresentColumns).isNull || array_contains(col(PresentColumns), name)
+    // The flags are columns of their own so that each is computed once per row, not once per
+    // column; a full mask (the usual case) then spares the search of the mask's names per column.
+    val flagged = changes.select(col("*"), moved.as(Moved),
+      (col(Operation).isin("INSERT", "REFRESH") || moved).as(WholeRow),
+      (col(PresentColumns).isNull || col(PresentColumns) === array(layout.columns.map(lit): _*)).as(AllPresent))
+    def inMask(name: String): Column = col(AllPresent) || array_contains(col(PresentColumns), name)
     // A moved row starts from its before-image for the columns its mask leaves out.
     def setValue(name: String): Column = {
-      val value = when(moved && !inMask(name), before.getField(name)).otherwise(quoted(name))
-      when(wholeRow || inMask(name), struct(value.as("v")))
+      val value = when(col(Moved) && !inMask(name), before.getField(name)).otherwise(quoted(name))
+      when(col(WholeRow) || inMask(name), struct(value.as("v")))
     }
-    val events = changes.select(keys.map(quoted) ++ Seq(col(ChangeSeq), col(Operation), lit(1).as(Rank),
+    val events = flagged.select(keys.map(quoted) ++ Seq(col(ChangeSeq), col(Operation), lit(1).as(Rank),
       lit(false).as(Derived)) ++ values.zipWithIndex.map { case (c, i) => setValue(c).as(slot(i)) }: _*)
-    val movedAway = changes.where(moved).select(keys.map(k => before.getField(k).as(k)) ++
+    val movedAway = flagged.where(col(Moved)).select(keys.map(k => before.getField(k).as(k)) ++
       Seq(col(ChangeSeq), lit(Delete).as(Operation), lit(1).as(Rank), lit(true).as(Derived)) ++
       values.indices.map(i => lit(null).cast(events.schema(slot(i)).dataType).as(slot(i))): _*)
     events.unionByName(movedAway)
   }
 
+  /** The events of each key in the order they happened: a window over it after [[replay]] reuses its sort. */
+  private[cdc] def eventOrder(layout: Layout): WindowSpec = Window.partitionBy(layout.keys.map(quoted): _*)
+    .orderBy(col(Rank), col(ChangeSeq).asc_nulls_first, col(Operation), col(Derived))
+
   /**
-   * Every event of every key once, with all the table's columns as they stand after it,
-   * `__START_AT` (its change sequence), `__END_AT` (the next event's) and whether it is the key's
-   * `Last`. Events of `Rank` 0 (a baseline: the row a table already holds) come before the
+   * Every event of every key once, with all the table's columns as they stand after it, its
+   * change sequence, `__END_AT` (the next event's) and whether it is the key's `Last`, in
+   * [[eventOrder]]. Events of `Rank` 0 (a baseline: the row a table already holds) come before the
    * changes. A change delivered more than once (the same key, change sequence and operation: files
    * landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
    * repeats here, in the window's own sort, spares a shuffle and a sort of the whole input.
    */
   private[cdc] def replay(events: DataFrame, layout: Layout): DataFrame = {
-    val order = Window.partitionBy(layout.keys.map(quoted): _*)
-      .orderBy(col(Rank), col(ChangeSeq).asc_nulls_first, col(Operation), col(Derived))
+    val order = eventOrder(layout)
     val soFar = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     val repeated = Seq(Rank, ChangeSeq, Operation, Derived).map(c => lead(col(c), 1).over(order) <=> col(c)).reduce(_ && _)
     events.select(layout.keys.map(quoted) ++ Seq(col(Operation), col(Rank), col(Derived)) ++
       layout.values.zipWithIndex.map { case (c, i) =>
         last(col(slot(i)), ignoreNulls = true).over(soFar).getField("v").as(c) } ++
-      Seq(col(ChangeSeq).as(StartAt), lead(col(ChangeSeq), 1).over(order).as(EndAt),
+      Seq(col(ChangeSeq), lead(col(ChangeSeq), 1).over(order).as(EndAt),
         lead(lit(false), 1, true).over(order).as(Last), repeated.as(Repeated)): _*)
       .where(!col(Repeated)).drop(Repeated)
   }

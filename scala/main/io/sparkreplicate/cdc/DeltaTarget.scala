@@ -15,10 +15,10 @@ import io.sparkreplicate.cdc.Changes._
  * under `<target location>/_spark_replicate/` (Delta keeps names starting with `_` out of the
  * table, and VACUUM leaves them): `keys` (each key's last applied change sequence, '' for a
  * full-load row, and whether it is deleted: a tombstone), `staged` (the batch being applied: its
- * fresh changes replayed after the target's rows) and `batches` (a row when a batch is staged
- * and one when it is applied, with its counts). The same tables, the same steps and the same
- * recovery as `spark_replicate.apply` (its docstring tells the steps), so either language may
- * continue a target the other applied to.
+ * fresh changes replayed after the target's rows; type 1: each key's last event only) and
+ * `batches` (a row when a batch is staged and one when it is applied, with its counts). The same
+ * tables, the same steps and the same recovery as `spark_replicate.apply` (its docstring tells
+ * the steps), so either language may continue a target the other applied to.
  */
 private[cdc] object DeltaTarget {
   val StateDir = "_spark_replicate"
@@ -27,6 +27,8 @@ private[cdc] object DeltaTarget {
   // Whether the target held the key before the batch, and whether the key was live before its event.
   private val Existed = "__replicate_existed"
   private val LiveBefore = "__replicate_live_before"
+  // On each key's last event: how many of the batch's changes its key took (repeats and stale ones not).
+  private val AppliedChanges = "__replicate_applied"
   private val Staged = "staged"
   private val Applied = "applied"
 
@@ -153,11 +155,14 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     val fresh = events.join(readKeys, layout.keys, "left")
       .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
       .drop(KeySequence, Deleted)
+    // Windows over the replay's own order (or its keys alone) reuse its sort.
     val perKey = Window.partitionBy(layout.keys.map(quoted): _*)
-    val previous = lag(col(Operation), 1).over(perKey.orderBy(col(Rank), col(StartAt).asc_nulls_first))
-    replay(fresh.unionByName(baseline(fresh, events)), layout)
+    val replayed = replay(baseline(fresh, events).fold(fresh)(fresh.unionByName(_)), layout)
       .select(col("*"), (min(col(Rank)).over(perKey) === 0).as(Existed),
-        coalesce(previous =!= Delete, lit(false)).as(LiveBefore))
+        coalesce(lag(col(Operation), 1).over(eventOrder(layout)) =!= Delete, lit(false)).as(LiveBefore),
+        count_if(col(Rank) === 1 && !col(Derived)).over(perKey).as(AppliedChanges))
+    // A current-state target takes only each key's last event: the others need not be written.
+    (if (scdType == 1) replayed.where(col(Last)) else replayed).withColumnRenamed(ChangeSeq, StartAt)
       .write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(stagedPath)
     val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
@@ -167,18 +172,19 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
 
   /**
    * The row the target holds for each key with fresh changes (type 2: its open version), as an
-   * event of `Rank` 0 that sets every column, in the changes' types.
+   * event of `Rank` 0 that sets every column, in the changes' types; none when the target holds
+   * no row (a first load then spares the join's second pass over the changes).
    */
-  private def baseline(fresh: DataFrame, events: DataFrame): DataFrame = {
+  private def baseline(fresh: DataFrame, events: DataFrame): Option[DataFrame] = {
     val all = targetPath.fold(spark.read.table(name))(read)
     val (rows, sequence) = if (scdType == 1) (all, lit(null).cast(StringType))
       else (all.where(col(EndAt).isNull), col(StartAt))
     val present = rows.columns.toSet
-    rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
+    if (rows.isEmpty) None else Some(rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
       .select(layout.keys.map(quoted) ++ Seq(sequence.as(ChangeSeq), lit("BASELINE").as(Operation), lit(0).as(Rank),
         lit(false).as(Derived)) ++ layout.values.zipWithIndex.map { case (c, i) =>
           struct((if (present(c)) quoted(c) else lit(null)).as("v")).cast(events.schema(slot(i)).dataType).as(slot(i))
-        }: _*)
+        }: _*))
   }
 
   /** The batch's counts from `staged` and its input's rows, in one job; then the rows staged. */
@@ -190,9 +196,10 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     } else {
       Seq(change && live, col(Rank) === 0, lastDelete && col(LiveBefore))
     }
-    val row = read(stagedPath).select((counted :+ (change && !col(Derived))).map(count_if) :+ count(lit(1)): _*)
-      .crossJoin(input.select(count(lit(1)))).head()
-    (row.getLong(0), row.getLong(1), row.getLong(2), row.getLong(5) - row.getLong(3), row.getLong(4))
+    val row = read(stagedPath).select(counted.map(count_if) :+ sum(when(col(Last), col(AppliedChanges))) :+
+      count(lit(1)): _*).crossJoin(input.select(count(lit(1)))).head()
+    val applied = if (row.isNullAt(3)) 0L else row.getLong(3)
+    (row.getLong(0), row.getLong(1), row.getLong(2), row.getLong(5) - applied, row.getLong(4))
   }
 
   /**
