@@ -18,7 +18,7 @@ import org.apache.avro.io.{BinaryDecoder, DecoderFactory}
 import org.apache.avro.util.Utf8
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
@@ -77,7 +77,10 @@ object DecoderBench {
     val toUnsafe = UnsafeProjection.create(spec.required)
     val toUnsafe2 = UnsafeProjection.create(spec.required)
 
-    // Same rows, or nothing is timed.
+    // Same rows, or nothing is timed. The checksums of every case's rows (UnsafeRow hashes, in message
+    // order) let two builds be compared by hand: a change to the decoder must not change them.
+    var (connectorSum, noMasksSum, typedSum) = (0L, 0L, 0L)
+    def mix(sum: Long, row: UnsafeRow) = sum * 31 + row.hashCode
     var i = 0
     while (i < messages.count) {
       val outcome = connector.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
@@ -90,9 +93,13 @@ object DecoderBench {
       val a = toUnsafe(connector.out.row)
       val b = toUnsafe2(row)
       require(a == b, s"message $i: the decoders disagree:\n${connector.out.row}\n$row")
+      connectorSum = mix(connectorSum, a)
+      noMasksSum = mix(noMasksSum, noMasksToUnsafe(noMasks.out.row))
+      typedSum = mix(typedSum, typedToUnsafe(typed.out.row))
       i += 1
     }
     println(s"DecoderBench: both decoders return the same ${messages.count} rows")
+    println(f"DecoderBench: row checksums: connector $connectorSum%x, no masks $noMasksSum%x, typed $typedSum%x")
 
     var sink = 0L
     def consume(row: InternalRow): Unit = sink += row.numFields + (if (row.isNullAt(0)) 0 else row.getLong(0))
