@@ -28,9 +28,9 @@ import org.apache.spark.unsafe.types.UTF8String
  *
  * A mask enters the cache the second time it is seen in its slot: the first time, its names are
  * built in one scratch array, which stays in the processor's cache, and only its key is noted.
- * Many masks never come back (an INSERT's change mask names its non-null columns, so nulls make
- * most of them new): building those into the cache's own arrays wrote to memory a miss-heavy
- * stream had long evicted, and evicted the entries that do repeat.
+ * Many masks may never come back (in the benchmark's generated data an INSERT's change mask names
+ * its non-null columns, so nulls make most of them new): building those into the cache's own
+ * arrays wrote to memory a miss-heavy stream had long evicted, and evicted the entries that repeat.
  */
 final class MaskNames(columnNames: Array[UTF8String]) {
   import MaskNames.{Capacity, IndexBits, Scratch}
