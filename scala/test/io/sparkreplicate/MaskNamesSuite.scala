@@ -36,16 +36,31 @@ class MaskNamesSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(names(cache(unhex(""))).isEmpty)
   }
 
+  /** The mask's array once it is cached: the second lookup caches it. */
+  private def cached(cache: MaskNames, mask: String) = { cache(unhex(mask)); cache(unhex(mask)) }
+
+  test("a mask seen once is built in the one scratch array; seen again, it is cached") {
+    val cache = new MaskNames(columns.map(UTF8String.fromString).toArray)
+    val once = cache(unhex("00000005"))
+    assert(names(once) == Seq("COL_1", "COL_3"))
+    assert(cache(unhex("00000003")) eq once)
+    assert(names(once) == Seq("COL_1", "COL_2"))
+    val again = cache(unhex("00000005"))
+    assert(again ne once)
+    assert(names(again) == Seq("COL_1", "COL_3"))
+    assert(cache(unhex("00000005")) eq again)
+  }
+
   test("an equal mask gets the same array, even from another array or after the first was changed") {
     val cache = new MaskNames(columns.map(UTF8String.fromString).toArray)
     val mask = unhex("0000000B")
-    val first = cache(mask)
-    assert(cache(unhex("0000000B")) eq first)
+    val first = cached(cache, "0000000B")
+    assert(cache(mask) eq first)
     mask(3) = 1 // the caller reusing its array must not change what the cache holds
     assert(names(cache(mask)) == Seq("COL_1"))
     assert(names(cache(unhex("0000000B"))) == Seq("COL_1", "COL_2", "COL_4"))
     // Extra leading zero bytes do not change the mask's value: the same entry.
-    assert(cache(unhex("000000000B")) eq cache(unhex("0B")))
+    assert(cache(unhex("000000000B")) eq first)
     assert(names(cache(unhex("00000000000000000000000B"))) == Seq("COL_1", "COL_2", "COL_4"))
   }
 
@@ -53,9 +68,9 @@ class MaskNamesSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     val cache = new MaskNames((1 to 26).map(i => s"COL_$i").map(UTF8String.fromString).toArray)
     // A real UPDATE over 26 columns: the change mask's only bit is ordinal 27.
     assert(names(cache(unhex("04000000"))).isEmpty)
-    assert(cache(unhex("04000000")) eq cache(unhex("00")))
+    assert(cache(unhex("04000000")) eq cached(cache, "00"))
     assert(names(cache(unhex("07000043"))) == Seq("COL_1", "COL_2", "COL_7", "COL_25", "COL_26"))
-    assert(cache(unhex("FF" * 12 + "03000043")) eq cache(unhex("03000043")))
+    assert(cache(unhex("FF" * 12 + "03000043")) eq cached(cache, "03000043"))
   }
 
   for (columnCount <- Seq(26, 30, 64, 65, 130)) {

@@ -64,7 +64,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
 
   private val headers = new HeaderWriters(row, out.slot,
     changeMask, columnMask)
-  private val (steps, alwaysNull) = build()
+  private val (readRecord, alwaysNull) = build()
 
   def convert(in: SliceDecoder): Unit = {
     data.isNull = false
@@ -75,8 +75,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     bitsIgnored = false
     var i = 0
     while (i < alwaysNull.length) { row.setNullAt(alwaysNull(i)); i += 1 }
-    i = 0
-    while (i < steps.length) { steps(i)(in); i += 1 }
+    readRecord(in)
     finish()
   }
 
@@ -115,7 +114,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     }
   }
 
-  private def build(): (Array[Step], Array[Int]) = {
+  private def build(): (Step, Array[Int]) = {
     if (writer.getType != RECORD) throw new ReplicateException(ErrorId.UnsupportedType,
       s"data schema of ${version.table} is not a record")
     var written = Set.empty[Int]
@@ -140,7 +139,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
     val fixed = Set(schemaIdSlot, tableVersionSlot, changeMaskSlot, columnMaskSlot, changedColumnsSlot, presentColumnsSlot)
     val headerAndColumnSlots = (out.columnSlots ++ OutputColumns.headers.map(h => out.slot(h.name))).filter(_ >= 0).toSet
     val alwaysNull = (headerAndColumnSlots -- written -- fixed).toArray.sorted
-    (steps, alwaysNull)
+    (StepChain(steps), alwaysNull)
   }
 
   /** Where each layout column of a record goes: (row, slot). */
@@ -166,8 +165,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
       }
     }.toArray
     val slots = record.getFields.asScala.flatMap(f => targetOf(f.name)).map(_._2).toSet
-    val readFields: Step = in => { var i = 0; while (i < fieldSteps.length) { fieldSteps(i)(in); i += 1 } }
-    (nullableRecord(schema, what, readFields, nullness), slots)
+    (nullableRecord(schema, what, StepChain(fieldSteps), nullness), slots)
   }
 
   /** Runs `read` for a record or the record branch of `[null, record]`, reporting nullness. */

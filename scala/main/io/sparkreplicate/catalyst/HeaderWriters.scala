@@ -47,8 +47,7 @@ private[catalyst] final class HeaderWriters(
         case _ => (AvroSkipper(s), None)
       }
     }
-    val steps = built.map(_._1).toArray
-    (in => { var i = 0; while (i < steps.length) { steps(i)(in); i += 1 } }, built.flatMap(_._2).toSet)
+    (StepChain(built.map(_._1).toArray), built.flatMap(_._2).toSet)
   }
 
   /** The step for a header field: `make` for the output slot, or a skip when not selected. */

@@ -15,12 +15,30 @@ object Utf8Validator {
     // middle of a message), its bytes beyond the slice masked out: the slice must lie inside.
     if (offset < 0 || length < 0 || offset > bytes.length - length) throw new IndexOutOfBoundsException(
       s"slice [$offset, $offset + $length) of an array of ${bytes.length} bytes")
-    // Most strings are short and ASCII: one word, the bytes past the slice masked out (none for 0
-    // bytes, which the loop below then settles).
-    if (length <= 8 && bytes.length - offset >= 8 &&
-      (ByteWords.littleEndianLong(bytes, offset) & ByteWords.HighBits & (-1L >>> (64 - 8 * length))) == 0) return true
     val end = offset + length
-    var i = offset
+    if (length >= 8) {
+      // Whole words, the last one ending at `end`: it overlaps bytes already found ASCII, which add
+      // no high bit, so no word is masked and no byte is checked alone.
+      val lastWord = end - 8
+      var i = offset
+      while (i < lastWord) {
+        if ((ByteWords.littleEndianLong(bytes, i) & ByteWords.HighBits) != 0) return validFrom(bytes, i, end)
+        i += 8
+      }
+      (ByteWords.littleEndianLong(bytes, lastWord) & ByteWords.HighBits) == 0 || validFrom(bytes, i, end)
+    } else if (bytes.length - offset >= 8) {
+      // A short string: one word, the bytes past the slice masked out.
+      (ByteWords.littleEndianLong(bytes, offset) & ByteWords.HighBits & (-1L >>> (64 - 8 * length))) == 0 ||
+        validFrom(bytes, offset, end)
+    } else validFrom(bytes, offset, end)
+  }
+
+  /**
+   * Validates `[from, end)`, where a non-ASCII byte was seen (or the array's end is too near for a
+   * word): straight to each word's first non-ASCII byte, then that byte's sequence.
+   */
+  private def validFrom(bytes: Array[Byte], from: Int, end: Int): Boolean = {
+    var i = from
     while (i < end) {
       val left = end - i
       if (bytes.length - i >= 8) {

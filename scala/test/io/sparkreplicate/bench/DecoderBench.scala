@@ -18,7 +18,7 @@ import org.apache.avro.io.{BinaryDecoder, DecoderFactory}
 import org.apache.avro.util.Utf8
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
@@ -52,6 +52,49 @@ object DecoderBench {
     }
     val seconds = secondsArg.toDouble
     val warmup = math.max(1.0, seconds / 2)
+    val prepared = new Prepared(root, table, messageArg.toInt)
+    import prepared.{cases, messages}
+    // `-Ddecoderbench.cases=connector,connector_typed` times only those (comparing builds by hand).
+    val chosen = sys.props.get("decoderbench.cases").map(_.split(',').toSet)
+    val results = cases.filter(c => chosen.forall(_(c._1))).map { case (key, label, one) =>
+      val r = measure(key, label, messages.count, one, warmup, seconds)
+      println(f"DecoderBench: ${r.label}%-55s ${r.nsPerMessage}%8.0f ns/message (CPU ${r.cpuNsPerMessage}%5.0f) " +
+        f"${r.bytesPerMessage}%8.0f bytes/message")
+      r
+    }
+    val byKey = results.map(r => r.key -> r).toMap
+    val (speedup, allocation, summary) = (byKey.get("connector"), byKey.get("generic")) match {
+      case (Some(connector), Some(generic)) =>
+        val speedup = generic.nsPerMessage / connector.nsPerMessage
+        val allocation = generic.bytesPerMessage / math.max(1.0, connector.bytesPerMessage)
+        (round(speedup), round(allocation), f"ChangeRowDecoder: ${connector.nsPerMessage}%.0f ns and " +
+          f"${connector.bytesPerMessage}%.0f bytes per message; GenericDatumReader + generic converter: " +
+          f"${generic.nsPerMessage}%.0f ns and ${generic.bytesPerMessage}%.0f bytes: $speedup%.1fx faster, " +
+          f"$allocation%.1fx less allocation")
+      case _ => (Double.NaN, Double.NaN, "only the chosen cases were timed")
+    }
+    println(s"DecoderBench: $summary (sink ${prepared.sink})")
+    val json = new StringBuilder("{\n")
+    json ++= s"""  "messages": ${messages.count},\n  "avg_message_bytes": ${messages.totalBytes / messages.count},\n"""
+    json ++= s"""  "seconds_per_case": $seconds,\n  "warmup_seconds": $warmup,\n"""
+    json ++= s"""  "jvm": "${System.getProperty("java.vm.name")} ${System.getProperty("java.version")}",\n"""
+    def number(x: Double) = if (x.isNaN) "null" else x.toString
+    json ++= s"""  "speedup": ${number(speedup)},\n  "allocation_ratio": ${number(allocation)},\n"""
+    json ++= s"""  "summary": "$summary",\n  "cases": [\n"""
+    json ++= results.map(r => s"""    {"key": "${r.key}", "label": "${r.label}", "ns_per_message": ${round(r.nsPerMessage)}, """ +
+      s""""cpu_ns_per_message": ${round(r.cpuNsPerMessage)}, """ +
+      s""""bytes_per_message": ${round(r.bytesPerMessage)}, "passes": ${r.passes}}""").mkString(",\n")
+    json ++= "\n  ]\n}\n"
+    Files.write(Paths.get(out), json.toString.getBytes(StandardCharsets.UTF_8))
+  }
+
+  /**
+   * The dataset in memory, the decoders built and their rows checked, and every case as a function
+   * of the message index. Public, so that [[BuildComparison]] can prepare the cases of another
+   * build of the decoder, loaded by a class loader of its own.
+   */
+  final class Prepared(root: String, table: String, messageCount: Int) {
+    var sink = 0L
     val conf = new Configuration()
     // Avro types, as the generic baseline decodes them (and as the benchmark's compared contenders do).
     val supplied = Map("path" -> s"$root/bench", "schemaTopic" -> s"$root/_schema", "table" -> table,
@@ -65,7 +108,7 @@ object DecoderBench {
     val noMasksSpec = readSpec(registry, optionsWith("expandMasks" -> "false"))
     // The default read: columns typed by the metadata (decimals and timestamps parsed from their text).
     val typedSpec = readSpec(registry, optionsWith("sourceTypes" -> "true"))
-    val messages = Messages.load(s"$root/bench", conf, fileOptions, options, messageArg.toInt)
+    val messages = Messages.load(s"$root/bench", conf, fileOptions, options, messageCount)
     println(s"DecoderBench: ${messages.count} messages of $table (${messages.totalBytes / messages.count} bytes on average)")
 
     val connector = new ChangeRowDecoder(spec)
@@ -77,24 +120,32 @@ object DecoderBench {
     val toUnsafe = UnsafeProjection.create(spec.required)
     val toUnsafe2 = UnsafeProjection.create(spec.required)
 
-    // Same rows, or nothing is timed.
-    var i = 0
-    while (i < messages.count) {
-      val outcome = connector.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
-      val row = generic.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
-      require(outcome == Outcome.Row && row != null, s"message $i was not decoded into a row")
-      require(noMasks.decode(messages.bytes, messages.offsets(i), messages.lengths(i)) == Outcome.Row,
-        s"message $i was not decoded into a row without mask expansion")
-      require(typed.decode(messages.bytes, messages.offsets(i), messages.lengths(i)) == Outcome.Row,
-        s"message $i was not decoded into a typed row")
-      val a = toUnsafe(connector.out.row)
-      val b = toUnsafe2(row)
-      require(a == b, s"message $i: the decoders disagree:\n${connector.out.row}\n$row")
-      i += 1
+    locally {
+      // Same rows, or nothing is timed. The checksums of every case's rows (UnsafeRow hashes, in message
+      // order) let two builds be compared by hand: a change to the decoder must not change them.
+      var (connectorSum, noMasksSum, typedSum) = (0L, 0L, 0L)
+      def mix(sum: Long, row: UnsafeRow) = sum * 31 + row.hashCode
+      var i = 0
+      while (i < messages.count) {
+        val outcome = connector.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
+        val row = generic.decode(messages.bytes, messages.offsets(i), messages.lengths(i))
+        require(outcome == Outcome.Row && row != null, s"message $i was not decoded into a row")
+        require(noMasks.decode(messages.bytes, messages.offsets(i), messages.lengths(i)) == Outcome.Row,
+          s"message $i was not decoded into a row without mask expansion")
+        require(typed.decode(messages.bytes, messages.offsets(i), messages.lengths(i)) == Outcome.Row,
+          s"message $i was not decoded into a typed row")
+        val a = toUnsafe(connector.out.row)
+        val b = toUnsafe2(row)
+        require(a == b, s"message $i: the decoders disagree:\n${connector.out.row}\n$row")
+        connectorSum = mix(connectorSum, a)
+        noMasksSum = mix(noMasksSum, noMasksToUnsafe(noMasks.out.row))
+        typedSum = mix(typedSum, typedToUnsafe(typed.out.row))
+        i += 1
+      }
+      println(s"DecoderBench: both decoders return the same ${messages.count} rows")
+      println(f"DecoderBench: row checksums: connector $connectorSum%x, no masks $noMasksSum%x, typed $typedSum%x")
     }
-    println(s"DecoderBench: both decoders return the same ${messages.count} rows")
 
-    var sink = 0L
     def consume(row: InternalRow): Unit = sink += row.numFields + (if (row.isNullAt(0)) 0 else row.getLong(0))
     val cases = Seq[(String, String, Int => Unit)](
       ("connector", "connector: ChangeRowDecoder (one reused row)", j => {
@@ -121,38 +172,6 @@ object DecoderBench {
       ("generic_unsafe", "generic, then Spark's copy into an UnsafeRow", j => {
         consume(toUnsafe(generic.decode(messages.bytes, messages.offsets(j), messages.lengths(j))))
       }))
-    // `-Ddecoderbench.cases=connector,connector_typed` times only those (comparing builds by hand).
-    val chosen = sys.props.get("decoderbench.cases").map(_.split(',').toSet)
-    val results = cases.filter(c => chosen.forall(_(c._1))).map { case (key, label, one) =>
-      val r = measure(key, label, messages.count, one, warmup, seconds)
-      println(f"DecoderBench: ${r.label}%-55s ${r.nsPerMessage}%8.0f ns/message (CPU ${r.cpuNsPerMessage}%5.0f) " +
-        f"${r.bytesPerMessage}%8.0f bytes/message")
-      r
-    }
-    val byKey = results.map(r => r.key -> r).toMap
-    val (speedup, allocation, summary) = (byKey.get("connector"), byKey.get("generic")) match {
-      case (Some(connector), Some(generic)) =>
-        val speedup = generic.nsPerMessage / connector.nsPerMessage
-        val allocation = generic.bytesPerMessage / math.max(1.0, connector.bytesPerMessage)
-        (round(speedup), round(allocation), f"ChangeRowDecoder: ${connector.nsPerMessage}%.0f ns and " +
-          f"${connector.bytesPerMessage}%.0f bytes per message; GenericDatumReader + generic converter: " +
-          f"${generic.nsPerMessage}%.0f ns and ${generic.bytesPerMessage}%.0f bytes: $speedup%.1fx faster, " +
-          f"$allocation%.1fx less allocation")
-      case _ => (Double.NaN, Double.NaN, "only the chosen cases were timed")
-    }
-    println(s"DecoderBench: $summary (sink $sink)")
-    val json = new StringBuilder("{\n")
-    json ++= s"""  "messages": ${messages.count},\n  "avg_message_bytes": ${messages.totalBytes / messages.count},\n"""
-    json ++= s"""  "seconds_per_case": $seconds,\n  "warmup_seconds": $warmup,\n"""
-    json ++= s"""  "jvm": "${System.getProperty("java.vm.name")} ${System.getProperty("java.version")}",\n"""
-    def number(x: Double) = if (x.isNaN) "null" else x.toString
-    json ++= s"""  "speedup": ${number(speedup)},\n  "allocation_ratio": ${number(allocation)},\n"""
-    json ++= s"""  "summary": "$summary",\n  "cases": [\n"""
-    json ++= results.map(r => s"""    {"key": "${r.key}", "label": "${r.label}", "ns_per_message": ${round(r.nsPerMessage)}, """ +
-      s""""cpu_ns_per_message": ${round(r.cpuNsPerMessage)}, """ +
-      s""""bytes_per_message": ${round(r.bytesPerMessage)}, "passes": ${r.passes}}""").mkString(",\n")
-    json ++= "\n  ]\n}\n"
-    Files.write(Paths.get(out), json.toString.getBytes(StandardCharsets.UTF_8))
   }
 
   private def round(x: Double): Double = math.round(x * 10) / 10.0
