@@ -42,6 +42,13 @@ final class SliceDecoder extends Decoder {
   def remaining: Int = end - pos
   /** Offset in the array of the next byte to read. */
   def arrayOffset: Int = pos
+  /** Offset in the array of the slice's end. */
+  def limit: Int = end
+  /**
+   * Moves to `arrayOffset`, which compiled code (see `StepChain`) read up to from [[array]] itself,
+   * keeping its position in a local variable; it must lie in the slice, at or after where it started.
+   */
+  def seek(arrayOffset: Int): Unit = pos = arrayOffset
   def isEnd: Boolean = pos == end
 
   override def readNull(): Unit = ()
@@ -77,21 +84,10 @@ final class SliceDecoder extends Decoder {
   }
 
   private def readLongBytes(): Long = {
-    if (buf.length - pos >= 8) {
-      // Up to 8 varint bytes at once (the multi-byte values of Replicate's rows, ints and longs up
-      // to 2^55, take 2 to 8): the first byte without its continuation bit ends the varint. The
-      // word may reach past the slice while it stays inside the array; an end found past the
-      // slice, and the rare varint of 9 or 10 bytes, are left to the checked loop below.
-      val word = ByteWords.littleEndianLong(buf, pos)
-      val ends = ~word & ByteWords.HighBits
-      if (ends != 0) {
-        val bytes = ByteWords.firstByte(ends) + 1
-        if (bytes <= end - pos) {
-          pos += bytes
-          val value = SliceDecoder.gatherSevenBitGroups(word & (-1L >>> (64 - 8 * bytes)))
-          return (value >>> 1) ^ -(value & 1)
-        }
-      }
+    val packed = SliceDecoder.packedVarint(buf, pos, end)
+    if (packed != 0) {
+      pos += SliceDecoder.varintBytes(packed)
+      return SliceDecoder.varintValue(packed)
     }
     var value = 0L
     var shift = 0
@@ -263,6 +259,33 @@ final class SliceDecoder extends Decoder {
 object SliceDecoder {
   /** How many fields [[SliceDecoder.readRecurringString]] keeps apart. */
   val RecurringSlots = 3
+
+  /**
+   * The varint at `pos`, when it takes 1 to 8 bytes that end inside the slice (the values of
+   * Replicate's rows, ints and longs up to 2^55^, union branches and lengths): its 7-bit groups
+   * packed as (value << 8 | bytes), read by [[varintValue]] and [[varintBytes]]; else 0, and the
+   * caller reads the varint byte by byte, checked. One function for the decoder and for the code
+   * that `StepChain` compiles, which keeps its position in a local variable.
+   */
+  def packedVarint(buf: Array[Byte], pos: Int, end: Int): Long = {
+    // One byte: union branches, short lengths, small numbers.
+    if (pos < end && buf(pos) >= 0) return (buf(pos).toLong << 8) | 1
+    // Up to 8 bytes at once: the first byte without its continuation bit ends the varint. The
+    // word may reach past the slice while it stays inside the array; an end found past the
+    // slice, and the rare varint of 9 or 10 bytes, are left to the caller.
+    if (buf.length - pos < 8 || pos >= end) return 0
+    val word = ByteWords.littleEndianLong(buf, pos)
+    val ends = ~word & ByteWords.HighBits
+    if (ends == 0) return 0
+    val bytes = ByteWords.firstByte(ends) + 1
+    if (bytes > end - pos) 0 else gatherSevenBitGroups(word & (-1L >>> (64 - 8 * bytes))) << 8 | bytes
+  }
+
+  /** The zigzag-decoded value of a nonzero [[packedVarint]]. */
+  def varintValue(packed: Long): Long = (packed >>> 9) ^ -((packed >>> 8) & 1)
+
+  /** The bytes a nonzero [[packedVarint]] took. */
+  def varintBytes(packed: Long): Int = packed.toInt & 0xff
 
   /**
    * The value of up to 8 little-endian varint bytes: their low 7 bits each, packed together by

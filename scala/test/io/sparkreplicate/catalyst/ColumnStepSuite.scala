@@ -7,6 +7,7 @@ import java.time.{LocalDateTime, ZoneOffset}
 
 import org.apache.avro.Schema
 import org.apache.avro.io.{Encoder, EncoderFactory}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 import org.scalacheck.{Arbitrary, Gen}
@@ -14,7 +15,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
-import io.sparkreplicate.codec.{ColumnInfo, SliceDecoder, SourceText}
+import io.sparkreplicate.codec.{ColumnInfo, DecodeStep, SliceDecoder, SourceText}
 
 /**
  * Every specialised column step (one per Avro type and conversion), plain and as `[null, T]` in
@@ -106,17 +107,52 @@ class ColumnStepSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   private val nullabilities = Seq("plain" -> ((t: String) => t), "[null, T]" -> ((t: String) => s"""["null",$t]"""),
     "[T, null]" -> ((t: String) => s"""[$t,"null"]"""))
 
-  /** Decodes `bytes` with the step of `schema` into slot 0 of a fresh reader row; the row's value. */
-  private def decode(c: Case[_], schema: Schema, bytes: Array[Byte]): Any = {
+  /**
+   * The ways a record's steps run: each step alone, compiled by [[StepChain]] (which reads the
+   * common values inline), and in the plain loop it falls back on past its maximum of shapes.
+   */
+  private val runners = Seq[(String, Array[DecodeStep] => DecodeStep)](
+    "the steps" -> (steps => in => steps.foreach(_(in))),
+    "compiled" -> (steps => StepChain(steps)),
+    "the plain loop" -> (steps => new StepChain(maxShapes = 0)(steps)))
+
+  private def step(c: Case[_], schema: Schema, row: InternalRow, ordinal: Int): DecodeStep =
+    if (c.header) ValueWriters.column(schema, c.target, row, ordinal, "C")
+    else ValueWriters.tableColumn(schema, c.info, c.typing, c.target, row, ordinal)
+
+  /**
+   * Decodes `bytes` with the step of `schema` (run by `run`) into slot 0 of a fresh reader row:
+   * the row's value and the bytes left, or the error.
+   */
+  private def outcome(c: Case[_], schema: Schema, bytes: Array[Byte],
+      run: Array[DecodeStep] => DecodeStep): Either[ReplicateException, (Any, Int)] = {
     val row = StringSlot.row(Seq(c.target))
-    val step = if (c.header) ValueWriters.column(schema, c.target, row, 0, "C")
-      else ValueWriters.tableColumn(schema, c.info, c.typing, c.target, row, 0)
+    val decoder = run(Array(step(c, schema, row, 0)))
     // Sentinel bytes around the value: a step must read exactly its own.
     val in = new SliceDecoder().reset(Array[Byte](7, 7) ++ bytes ++ Array[Byte](9), 2, bytes.length)
-    step(in)
-    assert(in.isEnd, s"${c.label}: ${in.remaining} bytes left")
-    row.get(0, c.target)
+    try { decoder(in); Right((row.get(0, c.target), in.remaining)) }
+    catch { case e: ReplicateException => Left(e) }
   }
+
+  /** What the steps decode, checked to be what the compiled and looped steps decode too. */
+  private def agreed(c: Case[_], schema: Schema, bytes: Array[Byte]): Either[ReplicateException, (Any, Int)] = {
+    val outcomes = runners.map { case (how, run) => how -> outcome(c, schema, bytes, run) }
+    for ((how, other) <- outcomes.tail) assert(agree(outcomes.head._2, other), s"${c.label}: $how $other, the steps ${outcomes.head._2}")
+    outcomes.head._2
+  }
+
+  /** The value the steps decode, read whole (the same, compiled or looped). */
+  private def decode(c: Case[_], schema: Schema, bytes: Array[Byte]): Any = agreed(c, schema, bytes) match {
+    case Right((value, left)) => assert(left == 0, s"${c.label}: $left bytes left"); value
+    case Left(error) => throw error
+  }
+
+  private def agree(a: Either[ReplicateException, (Any, Int)], b: Either[ReplicateException, (Any, Int)]): Boolean =
+    (a, b) match {
+      case (Right((x, n)), Right((y, m))) => same(x, y) && n == m
+      case (Left(x), Left(y)) => x.errorId == y.errorId && x.getMessage == y.getMessage
+      case _ => false
+    }
 
   private def encoded(write: Encoder => Unit): Array[Byte] = {
     val out = new ByteArrayOutputStream()
@@ -124,6 +160,12 @@ class ColumnStepSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     write(encoder)
     encoder.flush()
     out.toByteArray
+  }
+
+  /** A value (None: null) as a column of `c`, with its union branch when `nullIndex` >= 0. */
+  private def write(e: Encoder, c: Case[_], nullIndex: Int, value: Option[Any]): Unit = {
+    if (nullIndex >= 0) e.writeIndex(if (value.isEmpty) nullIndex else 1 - nullIndex)
+    value.foreach(v => c.write.asInstanceOf[(Encoder, Any) => Unit](e, v))
   }
 
   private def same(actual: Any, expected: Any): Boolean = (actual, expected) match {
@@ -139,10 +181,7 @@ class ColumnStepSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       val nullIndex = ValueWriters.nullIndex(schema, "C")
       val values = if (nullIndex < 0) c.values.map(Some(_)) else Gen.option(c.values)
       forAll(values) { value =>
-        val bytes = encoded { e =>
-          if (nullIndex >= 0) e.writeIndex(if (value.isEmpty) nullIndex else 1 - nullIndex)
-          value.foreach(v => c.write.asInstanceOf[(Encoder, Any) => Unit](e, v))
-        }
+        val bytes = encoded(write(_, c, nullIndex, value))
         val expected = value.map(c.expected.asInstanceOf[Any => Any]).orNull
         val actual = decode(c, schema, bytes)
         assert(same(actual, expected), s"${c.label}: read $actual, expected $expected")
@@ -151,6 +190,52 @@ class ColumnStepSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
         val e = intercept[MalformedMessageException](decode(c, schema, encoded(_.writeIndex(2))))
         assert(e.errorId == ErrorId.BadPayload && e.getMessage.contains("union branch 2"), e.getMessage)
       }
+    }
+  }
+
+  /** Longs of every varint length, from 1 to 10 bytes. */
+  private val longs = Gen.choose(0, 63).flatMap(bits => Gen.choose(-(1L << bits), 1L << bits))
+
+  /**
+   * Variants of a value's bytes: cut short, one byte changed, a long varint where one byte would
+   * do, or any long after the first byte (the branch of a nullable value) or instead of it all.
+   */
+  private def damaged(bytes: Array[Byte]): Gen[Array[Byte]] = Gen.oneOf(
+    Gen.choose(0, bytes.length).map(bytes.take),
+    Gen.zip(Gen.choose(0, 1), longs).map { case (kept, l) => bytes.take(kept) ++ encoded(_.writeLong(l)) },
+    Gen.zip(Gen.choose(0, bytes.length - 1), Arbitrary.arbitrary[Byte]).map { case (at, b) => bytes.updated(at, b) },
+    Gen.choose(1, 3).map(extra => Array.fill(extra)(0x80.toByte).updated(0, (bytes(0) | 0x80).toByte) ++ Array[Byte](0) ++
+      bytes.drop(1)).filter(_ => bytes(0) >= 0))
+
+  for (c <- cases; (nullability, wrap) <- nullabilities) {
+    test(s"${c.label}, $nullability: damaged bytes fail or read the same, compiled, looped or step by step") {
+      val schema = new Schema.Parser().parse(wrap(c.avro))
+      val nullIndex = ValueWriters.nullIndex(schema, "C")
+      val values = if (nullIndex < 0) c.values.map(Some(_)) else Gen.option(c.values)
+      val inputs = values.map(value => encoded(write(_, c, nullIndex, value))).filter(_.nonEmpty).flatMap(damaged)
+      forAll(inputs)(bytes => agreed(c, schema, bytes))
+    }
+  }
+
+  test("a record of every kind of column reads the same compiled (in several methods), looped or step by step") {
+    val columns = for (c <- cases; (_, wrap) <- nullabilities) yield (c, new Schema.Parser().parse(wrap(c.avro)))
+    assert(columns.size > 3 * StepChain.MaxCalls)
+    val record = Gen.sequence[Seq[Option[Any]], Option[Any]](columns.map { case (c, schema) =>
+      if (ValueWriters.nullIndex(schema, "C") < 0) c.values.map(Some(_)) else Gen.option(c.values)
+    })
+    forAll(record) { values =>
+      val bytes = encoded { e =>
+        for (((c, schema), value) <- columns.zip(values)) write(e, c, ValueWriters.nullIndex(schema, "C"), value)
+      }
+      val read = runners.map { case (how, run) =>
+        val row = StringSlot.row(columns.map(_._1.target))
+        val in = new SliceDecoder().reset(bytes, 0, bytes.length)
+        run(columns.zipWithIndex.map { case ((c, schema), i) => step(c, schema, row, i) }.toArray)(in)
+        assert(in.isEnd, s"$how: ${in.remaining} bytes left")
+        how -> columns.indices.map(i => row.get(i, columns(i)._1.target))
+      }
+      for ((how, row) <- read.tail; i <- columns.indices)
+        assert(same(row(i), read.head._2(i)), s"${columns(i)._1.label}: $how read ${row(i)}, the steps ${read.head._2(i)}")
     }
   }
 

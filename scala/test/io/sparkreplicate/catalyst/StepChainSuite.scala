@@ -9,6 +9,7 @@ import io.sparkreplicate.codec.{DecodeStep, SliceDecoder}
 /**
  * The compiled chains run every step once, in order, whatever the steps' classes (final ones named
  * in the compiled code, others called virtually) and however long the record (chains of chains).
+ * That they decode each kind of column as its step does is [[ColumnStepSuite]]'s to check.
  */
 class StepChainSuite extends AnyFunSuite {
   private val in = new SliceDecoder
@@ -55,6 +56,20 @@ class StepChainSuite extends AnyFunSuite {
     assert(a.getClass ne c.getClass)
     log.clear()
     a(in); b(in); c(in)
+    assert(log == Seq(0, 1, 2, 3, 4, 5))
+  }
+
+  test("past its maximum of shapes, a new shape runs in a plain loop; the shapes compiled before stay compiled") {
+    val log = mutable.Buffer.empty[Int]
+    val chains = new StepChain(maxShapes = 1)
+    val first = chains(Array(recording(log, 0), open(log, 1)))
+    val other = chains(Array(open(log, 2), recording(log, 3)))
+    val again = chains(Array(recording(log, 4), open(log, 5)))
+    assert(first.getClass.getName == "io.sparkreplicate.catalyst.CompiledStepChain")
+    assert(other.isInstanceOf[StepChain.Loop])
+    assert(again.getClass eq first.getClass)
+    log.clear()
+    first(in); other(in); again(in)
     assert(log == Seq(0, 1, 2, 3, 4, 5))
   }
 }
