@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 import spark_replicate
 from conftest import TESTS_DIR, run_python
 from spark_replicate._jar import SUPPORTED_SPARK_MINORS, check_spark_version
+from spark_replicate.session import HUGE_METHOD_LIMIT, JIT_METHOD_LIMIT, jit_sized_methods
 
 PLAIN_SESSION = """
     import spark_replicate
@@ -27,6 +28,34 @@ PLAIN_SESSION = """
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
 """
+
+
+def test_configure_spark_sets_the_jit_method_limit_unless_the_builder_has_one():
+    """HotSpot's limit by default; a limit the user set is kept (in a process without a session,
+    as a running one makes configure_spark return the builder as it is)."""
+    result = run_python(f"""
+        import spark_replicate
+        from pyspark.sql import SparkSession
+        print("DEFAULT=" + spark_replicate.configure_spark(SparkSession.builder)._options["{HUGE_METHOD_LIMIT}"])
+        builder = SparkSession.builder.config("{HUGE_METHOD_LIMIT}", "20000")
+        print("SET=" + spark_replicate.configure_spark(builder)._options["{HUGE_METHOD_LIMIT}"])
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line) == {
+        "DEFAULT": str(JIT_METHOD_LIMIT), "SET": "20000"}
+
+
+@pytest.mark.parametrize("session_limit, inside", [("65535", "8000"), ("4000", "4000")])
+def test_jit_sized_methods_lowers_the_limit_for_its_block_then_restores_it(spark, session_limit, inside):
+    previous = spark.conf.get(HUGE_METHOD_LIMIT)
+    try:
+        spark.conf.set(HUGE_METHOD_LIMIT, session_limit)
+        with pytest.raises(RuntimeError), jit_sized_methods(spark):
+            assert spark.conf.get(HUGE_METHOD_LIMIT) == inside
+            raise RuntimeError("restored even when the block fails")
+        assert spark.conf.get(HUGE_METHOD_LIMIT) == session_limit
+    finally:
+        spark.conf.set(HUGE_METHOD_LIMIT, previous)
 
 
 @pytest.mark.smoke

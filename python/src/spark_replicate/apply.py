@@ -31,6 +31,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
                                  change_events, event_order, quote, quoted, replay, slot, table_layout)
+from spark_replicate.session import jit_sized_methods
 
 __all__ = ["apply_changes", "ApplyResult"]
 
@@ -139,6 +140,12 @@ def applied_sequences(changes: DataFrame, target: str, scd_type: int = 1) -> Dat
 
 def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
                  stream: tuple[str, int] | None = None) -> ApplyResult:
+    with jit_sized_methods(changes.sparkSession):
+        return _apply_in_session(changes, target, layout, scd_type, stream)
+
+
+def _apply_in_session(changes: DataFrame, target: str, layout: Layout, scd_type: int,
+                      stream: tuple[str, int] | None) -> ApplyResult:
     state = _State(changes.sparkSession, target, changes, layout, scd_type)
     applied = {row.batch for row in state.log if row.status == _APPLIED}
     staged = {row.batch: row for row in state.log if row.status == _STAGED}

@@ -42,6 +42,25 @@ private[cdc] object DeltaTarget {
   private val LogSchema = StructType(Seq("batch", "status", "stream", "stream_batch", "inserted", "updated",
     "deleted", "ignored").map(name => StructField(name, if (name == "status" || name == "stream") StringType else LongType)))
 
+  /**
+   * A batch's events carry a value slot per column, and Spark's whole-stage code for them outgrows
+   * 8,000 bytes of bytecode per method on wide tables, which HotSpot never JIT-compiles: the stage
+   * then runs interpreted (`latest_state` of a 30-column table took 1.4x as long). At this limit Spark splits such a stage instead (its own advice
+   * for HotSpot; its default is 65535, the largest method Java allows). A batch runs with it unless
+   * the session's limit is lower already, and the session's value is restored afterwards.
+   */
+  private[cdc] val HugeMethodLimit = "spark.sql.codegen.hugeMethodLimit"
+  private[cdc] val JitMethodLimit = 8000
+
+  private[cdc] def withJitSizedMethods[T](spark: SparkSession)(body: => T): T = {
+    val previous = spark.conf.get(HugeMethodLimit)
+    if (previous.toInt <= JitMethodLimit) body
+    else {
+      spark.conf.set(HugeMethodLimit, JitMethodLimit.toLong)
+      try body finally spark.conf.set(HugeMethodLimit, previous)
+    }
+  }
+
   def checkScdType(scdType: Int): Unit =
     require(scdType == 1 || scdType == 2, s"scdType=$scdType: 1 (current state) or 2 (history)")
 
@@ -49,6 +68,11 @@ private[cdc] object DeltaTarget {
   def applyBatch(changes: DataFrame, target: String, layout: Layout, scdType: Int,
       stream: Option[(String, Long)]): ApplyResult = {
     checkScdType(scdType)
+    withJitSizedMethods(changes.sparkSession)(applyInSession(changes, target, layout, scdType, stream))
+  }
+
+  private def applyInSession(changes: DataFrame, target: String, layout: Layout, scdType: Int,
+      stream: Option[(String, Long)]): ApplyResult = {
     val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
     val applied = state.log.filter(_.status == Applied).map(_.batch).toSet
     val staged = state.log.filter(_.status == Staged).map(row => row.batch -> row).toMap

@@ -67,6 +67,20 @@ class ChangesSuite extends AnyFunSuite with TempDirs {
       Row(2, "X", "Oslo", "001", "004"), Row(3, "Y", "Oslo", "004", null), Row(4, "Z", "Rome", "001", "005")))
   }
 
+  test("a batch runs with Spark's huge-method limit at most HotSpot's, then the session's is restored") {
+    import DeltaTarget.{HugeMethodLimit, withJitSizedMethods}
+    val previous = spark.conf.get(HugeMethodLimit)
+    try Seq("65535" -> "8000", "4000" -> "4000").foreach { case (sessionLimit, inside) =>
+      spark.conf.set(HugeMethodLimit, sessionLimit)
+      var seen = ""
+      val failed = Try(withJitSizedMethods(spark) {
+        seen = spark.conf.get(HugeMethodLimit)
+        sys.error("restored even when the batch fails")
+      })
+      assert(failed.isFailure && seen == inside && spark.conf.get(HugeMethodLimit) == sessionLimit)
+    } finally spark.conf.set(HugeMethodLimit, previous)
+  }
+
   test("keys: the schema's, or the ones given; none is an error naming the columns") {
     val plain = spark.createDataFrame(rows.asJava, StructType(schema.fields.map(_.copy(metadata = Metadata.empty))))
     val error = intercept[IllegalArgumentException](Changes.latestState(plain))
