@@ -141,25 +141,20 @@ def applied_sequences(changes: DataFrame, target: str, scd_type: int = 1) -> Dat
 def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
                  stream: tuple[str, int] | None = None) -> ApplyResult:
     with jit_sized_methods(changes.sparkSession):
-        return _apply_in_session(changes, target, layout, scd_type, stream)
-
-
-def _apply_in_session(changes: DataFrame, target: str, layout: Layout, scd_type: int,
-                      stream: tuple[str, int] | None) -> ApplyResult:
-    state = _State(changes.sparkSession, target, changes, layout, scd_type)
-    applied = {row.batch for row in state.log if row.status == _APPLIED}
-    staged = {row.batch: row for row in state.log if row.status == _STAGED}
-    if stream is not None:
-        # Spark runs a micro-batch again after a failure: it may have been applied, or staged.
-        done = [row for row in staged.values() if (row.stream, row.stream_batch) == stream]
-        if done:
-            if done[0].batch not in applied:
-                state.finish(done[0])
-            return _result(done[0])
-    state.finish_interrupted()
-    entry, rows_staged = state.stage(changes, max(staged, default=0) + 1, stream)
-    state.finish(entry, merge=rows_staged > 0)
-    return _result(entry)
+        state = _State(changes.sparkSession, target, changes, layout, scd_type)
+        applied = {row.batch for row in state.log if row.status == _APPLIED}
+        staged = {row.batch: row for row in state.log if row.status == _STAGED}
+        if stream is not None:
+            # Spark runs a micro-batch again after a failure: it may have been applied, or staged.
+            done = [row for row in staged.values() if (row.stream, row.stream_batch) == stream]
+            if done:
+                if done[0].batch not in applied:
+                    state.finish(done[0])
+                return _result(done[0])
+        state.finish_interrupted()
+        entry, rows_staged = state.stage(changes, max(staged, default=0) + 1, stream)
+        state.finish(entry, merge=rows_staged > 0)
+        return _result(entry)
 
 
 def _result(row: _LogRow) -> ApplyResult:

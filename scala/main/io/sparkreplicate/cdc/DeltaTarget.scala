@@ -68,27 +68,24 @@ private[cdc] object DeltaTarget {
   def applyBatch(changes: DataFrame, target: String, layout: Layout, scdType: Int,
       stream: Option[(String, Long)]): ApplyResult = {
     checkScdType(scdType)
-    withJitSizedMethods(changes.sparkSession)(applyInSession(changes, target, layout, scdType, stream))
-  }
-
-  private def applyInSession(changes: DataFrame, target: String, layout: Layout, scdType: Int,
-      stream: Option[(String, Long)]): ApplyResult = {
-    val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
-    val applied = state.log.filter(_.status == Applied).map(_.batch).toSet
-    val staged = state.log.filter(_.status == Staged).map(row => row.batch -> row).toMap
-    // Spark runs a micro-batch again after a failure: it may have been applied, or staged.
-    val again = stream.flatMap { case (location, id) =>
-      staged.values.find(row => row.stream.contains(location) && row.streamBatch.contains(id))
-    }
-    again match {
-      case Some(row) =>
-        if (!applied(row.batch)) state.finish(row)
-        row.result
-      case None =>
-        state.finishInterrupted()
-        val (entry, rowsStaged) = state.stage(changes, (staged.keys.toSeq :+ 0L).max + 1, stream)
-        state.finish(entry, merge = rowsStaged > 0)
-        entry.result
+    withJitSizedMethods(changes.sparkSession) {
+      val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
+      val applied = state.log.filter(_.status == Applied).map(_.batch).toSet
+      val staged = state.log.filter(_.status == Staged).map(row => row.batch -> row).toMap
+      // Spark runs a micro-batch again after a failure: it may have been applied, or staged.
+      val again = stream.flatMap { case (location, id) =>
+        staged.values.find(row => row.stream.contains(location) && row.streamBatch.contains(id))
+      }
+      again match {
+        case Some(row) =>
+          if (!applied(row.batch)) state.finish(row)
+          row.result
+        case None =>
+          state.finishInterrupted()
+          val (entry, rowsStaged) = state.stage(changes, (staged.keys.toSeq :+ 0L).max + 1, stream)
+          state.finish(entry, merge = rowsStaged > 0)
+          entry.result
+      }
     }
   }
 
