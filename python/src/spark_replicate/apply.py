@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession, Window, functions as F
+from pyspark.sql import DataFrame, Row, SparkSession, Window, functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
@@ -174,7 +174,7 @@ class _State:
         self.target = _delta_name(target) if self._target_path else target
         if not self._target_path:  # its location is needed first: created at once, if absent
             self._create_target(changes, target)
-        location = self._target_path or self._detail(self.target, "location")
+        location = self._target_path or self._detail(self.target).location
         state = location.rstrip("/") + "/" + STATE_DIR
         self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
         self.keys, self.staged = _delta_name(self._keys_path), _delta_name(self._staged_path)
@@ -212,10 +212,11 @@ class _State:
         Returns the log's entry and the number of rows staged."""
         layout = self.layout
         events = change_events(changes, layout)
-        known = self.read_keys()
-        fresh = (events.join(known, layout.keys, "left")
-                 .where(F.col(_KEY_SEQUENCE).isNull() | (F.coalesce(SEQUENCE, F.lit("")) > F.col(_KEY_SEQUENCE)))
-                 .drop(_KEY_SEQUENCE, _DELETED))
+        # Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
+        fresh = events if not self.log else (
+            events.join(self.read_keys(), layout.keys, "left")
+            .where(F.col(_KEY_SEQUENCE).isNull() | (F.coalesce(SEQUENCE, F.lit("")) > F.col(_KEY_SEQUENCE)))
+            .drop(_KEY_SEQUENCE, _DELETED))
         baseline = self._baseline(fresh, events)
         replayed = replay(fresh if baseline is None else fresh.unionByName(baseline), layout)
         # Windows over the replay's own order (or its keys alone) reuse its sort.
@@ -236,14 +237,15 @@ class _State:
     def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame | None:
         """The row the target holds for each key with fresh changes (type 2: its open version), as
         an event of ``RANK`` 0 that sets every column, in the changes' types; None when the target
-        holds no row (a first load then spares the join's second pass over the changes)."""
+        holds no file (a first load then spares the join's second pass over the changes; Delta's
+        metadata tells it without a Spark job)."""
+        if self._detail(self.target).numFiles == 0:
+            return None
         layout = self.layout
         rows = self._read(self._target_path) if self._target_path else self.spark.read.table(self.target)
         sequence = F.lit(None).cast("string")
         if self.scd_type == 2:
             rows, sequence = rows.where(F.col(END_AT).isNull()), F.col(START_AT)
-        if rows.isEmpty():
-            return None
         present = set(rows.columns)
         slot_types = {f.name: f.dataType for f in events.schema.fields}
         return (rows.join(fresh.select(*map(quoted, layout.keys)).distinct(), layout.keys, "left_semi")
@@ -341,8 +343,8 @@ class _State:
             raise ValueError(f"{self.target} was applied with the keys {', '.join(known)}, not "
                              f"{', '.join(self.layout.keys)}: pass keys={known!r}, or choose another target")
 
-    def _detail(self, table: str, field: str) -> str:
-        return self.spark.sql(f"DESCRIBE DETAIL {table}").select(field).first()[0]
+    def _detail(self, table: str) -> Row:
+        return self.spark.sql(f"DESCRIBE DETAIL {table}").first()
 
 
 def _delta_name(path: str) -> str:

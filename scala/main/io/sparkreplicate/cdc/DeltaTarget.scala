@@ -131,7 +131,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     s"target $name is a relative path: pass an absolute path or a URI (file:/..., s3a://...), or a table name")
   private val target = targetPath.map(deltaName).getOrElse(name)
   if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
-  private val state = targetPath.getOrElse(detail(target, "location")).stripSuffix("/") + "/" + StateDir
+  private val state = targetPath.getOrElse(detail(target).getAs[String]("location")).stripSuffix("/") + "/" + StateDir
   private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
   private val (keys, staged) = (deltaName(keysPath), deltaName(stagedPath))
   /** The batches log; made last, so where it is, the target and the keys are. */
@@ -173,7 +173,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    */
   def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): (LogRow, Long) = {
     val events = changeEvents(input, layout)
-    val fresh = events.join(readKeys, layout.keys, "left")
+    // Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
+    val fresh = if (log.isEmpty) events else events.join(readKeys, layout.keys, "left")
       .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
       .drop(KeySequence, Deleted)
     // Windows over the replay's own order (or its keys alone) reuse its sort.
@@ -194,14 +195,15 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   /**
    * The row the target holds for each key with fresh changes (type 2: its open version), as an
    * event of `Rank` 0 that sets every column, in the changes' types; none when the target holds
-   * no row (a first load then spares the join's second pass over the changes).
+   * no file (a first load then spares the join's second pass over the changes; Delta's metadata
+   * tells it without a Spark job).
    */
   private def baseline(fresh: DataFrame, events: DataFrame): Option[DataFrame] = {
     val all = targetPath.fold(spark.read.table(name))(read)
     val (rows, sequence) = if (scdType == 1) (all, lit(null).cast(StringType))
       else (all.where(col(EndAt).isNull), col(StartAt))
     val present = rows.columns.toSet
-    if (rows.isEmpty) None else Some(rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
+    if (detail(target).getAs[Long]("numFiles") == 0) None else Some(rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
       .select(layout.keys.map(quoted) ++ Seq(sequence.as(ChangeSeq), lit("BASELINE").as(Operation), lit(0).as(Rank),
         lit(false).as(Derived)) ++ layout.values.zipWithIndex.map { case (c, i) =>
           struct((if (present(c)) quoted(c) else lit(null)).as("v")).cast(events.schema(slot(i)).dataType).as(slot(i))
@@ -283,6 +285,5 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
 
   private def columnsOf(table: String): Seq[String] = spark.sql(s"SELECT * FROM $table LIMIT 0").columns.toSeq
 
-  private def detail(table: String, field: String): String =
-    spark.sql(s"DESCRIBE DETAIL $table").select(field).head().getString(0)
+  private def detail(table: String): Row = spark.sql(s"DESCRIBE DETAIL $table").head()
 }
