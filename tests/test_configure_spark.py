@@ -6,6 +6,7 @@ the other tests is not disturbed.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from importlib import metadata
@@ -18,7 +19,8 @@ from pyspark.sql import SparkSession
 import spark_replicate
 from conftest import TESTS_DIR, run_python
 from spark_replicate._jar import SUPPORTED_SPARK_MINORS, check_spark_version
-from spark_replicate.session import HUGE_METHOD_LIMIT, JIT_METHOD_LIMIT, jit_sized_methods
+from spark_replicate.session import (DELTA_SNAPSHOT_PARTITIONS, HUGE_METHOD_LIMIT, JIT_METHOD_LIMIT, jit_sized_methods,
+                                    local_cores)
 
 PLAIN_SESSION = """
     import spark_replicate
@@ -214,3 +216,29 @@ def test_kafka_settings_refuse_to_replace_the_users_ivy_settings():
 
     with pytest.raises(spark_replicate.ReplicateSetupError, match="spark.jars.ivySettings"):
         kafka_settings("4.0.4", {"spark.jars.ivySettings": "/etc/ivy.xml"})
+
+
+def test_with_delta_a_local_master_replays_delta_logs_in_as_many_tasks_as_it_has_cores():
+    """A builder's own value is kept, and a cluster's master, or none, is left to Delta's default
+    (in a process without a session, as a running one makes configure_spark return the builder as it is)."""
+    result = run_python(f"""
+        import spark_replicate
+        from pyspark.sql import SparkSession
+        for name, builder in [("local3", SparkSession.builder.master("local[3]")),
+                              ("set", SparkSession.builder.master("local[3]").config("{DELTA_SNAPSHOT_PARTITIONS}", "7")),
+                              ("cluster", SparkSession.builder.master("spark://127.0.0.1:7077")),
+                              ("none", SparkSession.builder)]:
+            options = spark_replicate.configure_spark(builder, delta=True)._options
+            print(name + "=" + options.get("{DELTA_SNAPSHOT_PARTITIONS}", "unset"))
+        print("nodelta=" + spark_replicate.configure_spark(SparkSession.builder.master("local[3]"))._options.get(
+            "{DELTA_SNAPSHOT_PARTITIONS}", "unset"))
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line) == {
+        "local3": "3", "set": "7", "cluster": "unset", "none": "unset", "nodelta": "unset"}
+
+
+@pytest.mark.parametrize("master, cores", [("local", 1), ("local[2]", 2), ("local[4, 3]", 4), ("local[*]", os.cpu_count()),
+                                           ("local-cluster[2,1,1024]", None), ("yarn", None), (None, None)])
+def test_local_cores(master, cores):
+    assert local_cores(master) == cores

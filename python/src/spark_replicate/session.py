@@ -23,6 +23,10 @@ EXTENSIONS = "io.sparkreplicate.ReplicateExtensions"
 # limit Spark splits such a stage instead: its own advice for HotSpot, which its default (65535, the
 # largest method Java allows) does not follow.
 HUGE_METHOD_LIMIT, JIT_METHOD_LIMIT = "spark.sql.codegen.hugeMethodLimit", 8000
+# Delta replays a table's log in this many tasks each time it reads a new version: 50 by default,
+# sized for a cluster. On local[N] they queue on N cores, and every apply batch reads five new
+# versions: 400,000 changes applied in 52-56 s at 50, 42 s at 2 (local[2]).
+DELTA_SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
 
 def configure_spark(builder: SparkSession.Builder, kafka: bool = False, delta: bool = False) -> SparkSession.Builder:
@@ -37,7 +41,8 @@ def configure_spark(builder: SparkSession.Builder, kafka: bool = False, delta: b
     installed pyspark through ``spark.jars.packages``, which Spark resolves from Maven Central when
     the session starts: ``format("replicate")`` reads Kafka through it. With ``delta=True``, Delta
     Lake (the delta-spark jars built for the running Spark minor, its SQL extension and its
-    catalog), as ``apply_changes`` needs.
+    catalog), as ``apply_changes`` needs; on a ``local[N]`` master, also Delta's log replay in N
+    tasks instead of 50 (``spark.databricks.delta.snapshotPartitions``), unless the builder has a value.
     """
     _refuse_remote(builder)
     check_spark_version(pyspark.__version__, jar_path())
@@ -71,7 +76,20 @@ def configure_spark(builder: SparkSession.Builder, kafka: bool = False, delta: b
         builder = _append_setting(_append_setting(builder, "spark.jars.packages", package),
                                   "spark.sql.extensions", DELTA_EXTENSION)
         builder = builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        options = getattr(builder, "_options", {})
+        cores = local_cores(options.get("spark.master"))
+        if cores is not None and DELTA_SNAPSHOT_PARTITIONS not in options:
+            builder = builder.config(DELTA_SNAPSHOT_PARTITIONS, str(cores))
     return builder
+
+
+def local_cores(master: str | None) -> int | None:
+    """The cores of a ``local``, ``local[N]``, ``local[*]`` or ``local[N, retries]`` master; None
+    for any other (a cluster's), or when the builder names none."""
+    match = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", (master or "").strip())
+    if match is None:
+        return None
+    return (os.cpu_count() or 1) if match.group(1) == "*" else int(match.group(1) or 1)
 
 
 @contextmanager
