@@ -198,17 +198,18 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * no file (a first load then spares the join's second pass over the changes; Delta's metadata
    * tells it without a Spark job).
    */
-  private def baseline(fresh: DataFrame, events: DataFrame): Option[DataFrame] = {
-    val all = targetPath.fold(spark.read.table(name))(read)
-    val (rows, sequence) = if (scdType == 1) (all, lit(null).cast(StringType))
-      else (all.where(col(EndAt).isNull), col(StartAt))
-    val present = rows.columns.toSet
-    if (detail(target).getAs[Long]("numFiles") == 0) None else Some(rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
-      .select(layout.keys.map(quoted) ++ Seq(sequence.as(ChangeSeq), lit("BASELINE").as(Operation), lit(0).as(Rank),
-        lit(false).as(Derived)) ++ layout.values.zipWithIndex.map { case (c, i) =>
-          struct((if (present(c)) quoted(c) else lit(null)).as("v")).cast(events.schema(slot(i)).dataType).as(slot(i))
-        }: _*))
-  }
+  private def baseline(fresh: DataFrame, events: DataFrame): Option[DataFrame] =
+    Option.when(detail(target).getAs[Long]("numFiles") > 0) {
+      val all = targetPath.fold(spark.read.table(name))(read)
+      val (rows, sequence) = if (scdType == 1) (all, lit(null).cast(StringType))
+        else (all.where(col(EndAt).isNull), col(StartAt))
+      val present = rows.columns.toSet
+      rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
+        .select(layout.keys.map(quoted) ++ Seq(sequence.as(ChangeSeq), lit("BASELINE").as(Operation), lit(0).as(Rank),
+          lit(false).as(Derived)) ++ layout.values.zipWithIndex.map { case (c, i) =>
+            struct((if (present(c)) quoted(c) else lit(null)).as("v")).cast(events.schema(slot(i)).dataType).as(slot(i))
+          }: _*)
+    }
 
   /** The batch's counts from `staged` and its input's rows, in one job; then the rows staged. */
   private def counts(input: DataFrame): (Long, Long, Long, Long, Long) = {
