@@ -1,7 +1,7 @@
 """``apply_changes`` into real Delta Lake tables (README "Applying changes") against the truth of
 the generator's simulated source database (``LandingZone.final_state`` and ``history``), never
 derived from the reader: in one batch, in five, from shuffled files some delivered twice, with
-partial column masks and key-changing UPDATEs, after a SIGKILL during a MERGE, and as a stream
+partial column masks and key-changing UPDATEs, after a SIGKILL while a batch writes, and as a stream
 stopped and restarted. The Scala twin (``io.sparkreplicate.cdc.Changes.applyChanges``) meets the
 same truth through the JVM.
 """
@@ -219,7 +219,7 @@ from conftest import session_builder
 
 spark = session_builder("local[2]").getOrCreate()
 jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
-statements, merge = [], apply._State._merge
+statements, execute = [], apply._State._execute
 
 def crash():
     os.kill(jvm, signal.SIGKILL)
@@ -230,30 +230,34 @@ def crash_once_a_job_runs():
         time.sleep(0.01)
     crash()
 
-def kill_in_merge(self, statement):
+def kill_in_write(self, statement):
     statements.append(statement)
-    if len(statements) == {merge}:
+    if len(statements) == {statement}:
         if {between}:
             crash()
         threading.Thread(target=crash_once_a_job_runs, daemon=True).start()
-    return merge(self, statement)
+    return execute(self, statement)
 
-apply._State._merge = kill_in_merge
-spark_replicate.apply_changes(spark_replicate.read(spark, {paths!r}, schema_topic={schema!r}, table={table!r}),
-                              {target!r})
+apply._State._execute = kill_in_write
+for paths in {batches!r}:
+    spark_replicate.apply_changes(spark_replicate.read(spark, paths, schema_topic={schema!r}, table={table!r}),
+                                  {target!r})
 """
 
 
 @needs_delta
 @pytest.mark.slow
-@pytest.mark.parametrize("merge,between", [(1, False), (2, True)], ids=["during the target's MERGE",
-                                                                          "between the target's and the keys' MERGE"])
-def test_a_crash_during_a_merge_then_a_rerun(spark, zone, tmp_path, merge, between):
-    """A process applying the first half of the files is SIGKILLed (its JVM first) while a MERGE
-    runs, or once the target's committed; a rerun over all the files gives the true table."""
+@pytest.mark.parametrize("first,statement,between", [(2, 2, True), (1, 3, False)],
+                         ids=["between the first load's INSERTs", "during a later batch's MERGE into the target"])
+def test_a_crash_while_a_batch_writes_then_a_rerun(spark, zone, tmp_path, first, statement, between):
+    """A process applying the first half of the files is SIGKILLed (its JVM first) between the
+    first load's INSERT into the target and the one into the keys (the rerun finds the target with
+    files, the keys without), or, having applied the first file, while the next batch MERGEs into
+    the target; a rerun over all the files gives the true table."""
     table, target = "HR.EMPLOYEES", str(tmp_path / "employees")
     files = sorted(str(p) for p in zone.files if p.parent.name == table_def(zone, table).topic)
-    script = KILLER.format(merge=merge, between=between, paths=files[:2], schema=str(zone.schema_topic),
+    batches = [files[:1], files[:2]][first - 1:]
+    script = KILLER.format(statement=statement, between=between, batches=batches, schema=str(zone.schema_topic),
                            table=table, target=target)
     crashed = run_python(script, env={"PYTHONPATH": str(TESTS_DIR)}, timeout=600)
     assert crashed.returncode == -9, crashed.stderr[-3000:]

@@ -12,12 +12,12 @@ columns cannot show:
 
 A batch is (1) staged: the input's changes newer than their key's last applied one, replayed
 (:func:`spark_replicate.cdc.replay`) after the row the target holds for the key, written to
-``staged`` and logged; (2) merged from ``staged`` into the target, then into ``keys``; (3) logged
-applied. Both MERGEs are idempotent (merging the same staged rows again leaves the table as it
-was), and every call first finishes a batch that was staged but never logged applied (a run that
-died), from ``staged`` as it was, so a crash anywhere followed by a rerun leaves the table a clean
-run leaves. Uses only the DataFrame API and SQL, so it runs on Spark Connect too (with Delta on
-the server).
+``staged`` and logged; (2) merged from ``staged`` into the target, then into ``keys`` (inserted
+into a table that holds no file); (3) logged applied. Both steps are idempotent (merging the same
+staged rows again leaves the table as it was), and every call first finishes a batch that was
+staged but never logged applied (a run that died), from ``staged`` as it was, so a crash anywhere
+followed by a rerun leaves the table a clean run leaves. Uses only the DataFrame API and SQL, so
+it runs on Spark Connect too (with Delta on the server).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ _APPLIED_CHANGES = "__replicate_applied"
 _BASELINE = "BASELINE"
 LAST_APPLIED = "__replicate_last_applied"
 _STAGED, _APPLIED = "staged", "applied"
+_STATISTICS_COLUMNS = "delta.dataSkippingNumIndexedCols"  # a table property: statistics of the first N columns
 
 
 class _LogRow(NamedTuple):
@@ -227,8 +228,10 @@ class _State:
             F.count_if((F.col(RANK) == 1) & ~F.col(DERIVED)).over(per_key).alias(_APPLIED_CHANGES))
         # A current-state target takes only each key's last event: the others need not be written.
         staged = staged.where(F.col(LAST)) if self.scd_type == 1 else staged
+        # Staged rows are always read whole, so Delta's per-column statistics (for data skipping)
+        # would only cost time; the property, set when the table is made, stays.
         staged.withColumnRenamed(SEQUENCE, START_AT).write.format("delta").mode("overwrite") \
-            .option("overwriteSchema", "true").save(self._staged_path)
+            .option("overwriteSchema", "true").option(_STATISTICS_COLUMNS, "0").save(self._staged_path)
         *counts, rows_staged = self._counts(changes)
         entry = _LogRow(batch, _STAGED, *(stream or (None, None)), *counts)
         self._log(entry)
@@ -278,32 +281,48 @@ class _State:
         self._log(entry._replace(status=_APPLIED))
 
     def _merge_staged(self) -> None:
+        """The staged rows into the target, then into the keys: a MERGE, or an INSERT into a table
+        that holds no file (a first load), which has nothing to match and so takes every row the
+        MERGE would insert, without its join and its pass to find the files it touches. Either is
+        idempotent: after an INSERT the table has files, and merging the same rows again changes
+        nothing."""
         self._add_new_columns()
         staged, layout = self.staged, self.layout
         on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in layout.keys)
         names = ", ".join(map(quote, layout.columns))
         values = ", ".join(f"s.{quote(c)}" for c in layout.columns)
         if self.scd_type == 1:
+            source = f"(SELECT * FROM {staged} WHERE {LAST})"
             updates = ", ".join(f"{quote(c)} = s.{quote(c)}" for c in layout.values) or \
                 ", ".join(f"{quote(k)} = s.{quote(k)}" for k in layout.keys)
-            merge = (f"MERGE INTO {self.target} t USING (SELECT * FROM {staged} WHERE {LAST}) s ON {on} "
+            insert = (f"INSERT INTO {self.target} ({names}) SELECT {names} FROM {source} "
+                      f"WHERE {OPERATION} != '{DELETE}'")
+            merge = (f"MERGE INTO {self.target} t USING {source} s ON {on} "
                      f"WHEN MATCHED AND s.{OPERATION} = '{DELETE}' THEN DELETE "
                      f"WHEN MATCHED THEN UPDATE SET {updates} "
                      f"WHEN NOT MATCHED AND s.{OPERATION} != '{DELETE}' THEN INSERT ({names}) VALUES ({values})")
         else:
-            merge = (f"MERGE INTO {self.target} t USING (SELECT * FROM {staged} WHERE {OPERATION} != '{DELETE}') s "
+            source = f"(SELECT * FROM {staged} WHERE {OPERATION} != '{DELETE}')"
+            insert = (f"INSERT INTO {self.target} ({names}, {START_AT}, {END_AT}) "
+                      f"SELECT {names}, {START_AT}, {END_AT} FROM {source}")
+            merge = (f"MERGE INTO {self.target} t USING {source} s "
                      f"ON {on} AND t.{START_AT} <=> s.{START_AT} "
                      f"WHEN MATCHED THEN UPDATE SET {END_AT} = s.{END_AT} "
                      f"WHEN NOT MATCHED THEN INSERT ({names}, {START_AT}, {END_AT}) "
                      f"VALUES ({values}, s.{START_AT}, s.{END_AT})")
+        self._write(self.target, insert, merge)
         key_names = ", ".join(map(quote, layout.keys))
-        self._merge(merge)
-        self._merge(f"MERGE INTO {self.keys} t USING (SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
-                    f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST}) s ON {on} "
+        key_rows = (f"(SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
+                    f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST})")
+        self._write(self.keys, f"INSERT INTO {self.keys} SELECT * FROM {key_rows}",
+                    f"MERGE INTO {self.keys} t USING {key_rows} s ON {on} "
                     f"WHEN MATCHED THEN UPDATE SET {_KEY_SEQUENCE} = s.{_KEY_SEQUENCE}, {_DELETED} = s.{_DELETED} "
                     f"WHEN NOT MATCHED THEN INSERT *")
 
-    def _merge(self, statement: str) -> None:
+    def _write(self, table: str, insert: str, merge: str) -> None:
+        self._execute(insert if self._detail(table).numFiles == 0 else merge)
+
+    def _execute(self, statement: str) -> None:
         self.spark.sql(statement).collect()
 
     def _add_new_columns(self) -> None:

@@ -30,6 +30,8 @@ private[cdc] object DeltaTarget {
   // On each key's last event: how many of the batch's changes its key took (repeats and stale ones not).
   private val AppliedChanges = "__replicate_applied"
   private val Staged = "staged"
+  /** The table property that limits data-skipping statistics to the first N columns. */
+  private val StatisticsColumns = "delta.dataSkippingNumIndexedCols"
   private val Applied = "applied"
 
   case class LogRow(batch: Long, status: String, stream: Option[String], streamBatch: Option[Long],
@@ -184,8 +186,11 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
         coalesce(lag(col(Operation), 1).over(eventOrder(layout)) =!= Delete, lit(false)).as(LiveBefore),
         count_if(col(Rank) === 1 && !col(Derived)).over(perKey).as(AppliedChanges))
     // A current-state target takes only each key's last event: the others need not be written.
+    // Staged rows are always read whole, so Delta's per-column statistics (for data skipping)
+    // would only cost time; the property, set when the table is made, stays.
     (if (scdType == 1) replayed.where(col(Last)) else replayed).withColumnRenamed(ChangeSeq, StartAt)
-      .write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(stagedPath)
+      .write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+      .option(StatisticsColumns, "0").save(stagedPath)
     val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     appendLog(entry)
@@ -236,31 +241,43 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     appendLog(entry.copy(status = Applied))
   }
 
+  /**
+   * The staged rows into the target, then into the keys: a MERGE, or an INSERT into a table that
+   * holds no file (a first load), which has nothing to match and so takes every row the MERGE
+   * would insert, without its join and its pass to find the files it touches. Either is
+   * idempotent: after an INSERT the table has files, and merging the same rows again changes nothing.
+   */
   private def mergeStaged(): Unit = {
     addNewColumns()
     val on = layout.keys.map(k => s"t.${quote(k)} <=> s.${quote(k)}").mkString(" AND ")
     val names = layout.columns.map(quote).mkString(", ")
     val values = layout.columns.map(c => s"s.${quote(c)}").mkString(", ")
-    val merge = if (scdType == 1) {
+    if (scdType == 1) {
+      val source = s"(SELECT * FROM $staged WHERE $Last)"
       val updates = (if (layout.values.nonEmpty) layout.values else layout.keys)
         .map(c => s"${quote(c)} = s.${quote(c)}").mkString(", ")
-      s"MERGE INTO $target t USING (SELECT * FROM $staged WHERE $Last) s ON $on " +
-        s"WHEN MATCHED AND s.$Operation = '$Delete' THEN DELETE " +
-        s"WHEN MATCHED THEN UPDATE SET $updates " +
-        s"WHEN NOT MATCHED AND s.$Operation != '$Delete' THEN INSERT ($names) VALUES ($values)"
+      write(target, s"INSERT INTO $target ($names) SELECT $names FROM $source WHERE $Operation != '$Delete'",
+        s"MERGE INTO $target t USING $source s ON $on " +
+          s"WHEN MATCHED AND s.$Operation = '$Delete' THEN DELETE " +
+          s"WHEN MATCHED THEN UPDATE SET $updates " +
+          s"WHEN NOT MATCHED AND s.$Operation != '$Delete' THEN INSERT ($names) VALUES ($values)")
     } else {
-      s"MERGE INTO $target t USING (SELECT * FROM $staged WHERE $Operation != '$Delete') s " +
-        s"ON $on AND t.$StartAt <=> s.$StartAt " +
-        s"WHEN MATCHED THEN UPDATE SET $EndAt = s.$EndAt " +
-        s"WHEN NOT MATCHED THEN INSERT ($names, $StartAt, $EndAt) VALUES ($values, s.$StartAt, s.$EndAt)"
+      val source = s"(SELECT * FROM $staged WHERE $Operation != '$Delete')"
+      write(target, s"INSERT INTO $target ($names, $StartAt, $EndAt) SELECT $names, $StartAt, $EndAt FROM $source",
+        s"MERGE INTO $target t USING $source s ON $on AND t.$StartAt <=> s.$StartAt " +
+          s"WHEN MATCHED THEN UPDATE SET $EndAt = s.$EndAt " +
+          s"WHEN NOT MATCHED THEN INSERT ($names, $StartAt, $EndAt) VALUES ($values, s.$StartAt, s.$EndAt)")
     }
-    val keyNames = layout.keys.map(quote).mkString(", ")
-    spark.sql(merge).collect()
-    spark.sql(s"MERGE INTO $keys t USING (SELECT $keyNames, coalesce($StartAt, '') AS $KeySequence, " +
-      s"$Operation = '$Delete' AS $Deleted FROM $staged WHERE $Last) s ON $on " +
-      s"WHEN MATCHED THEN UPDATE SET $KeySequence = s.$KeySequence, $Deleted = s.$Deleted " +
-      "WHEN NOT MATCHED THEN INSERT *").collect()
+    val keyRows = s"(SELECT ${layout.keys.map(quote).mkString(", ")}, coalesce($StartAt, '') AS $KeySequence, " +
+      s"$Operation = '$Delete' AS $Deleted FROM $staged WHERE $Last)"
+    write(keys, s"INSERT INTO $keys SELECT * FROM $keyRows",
+      s"MERGE INTO $keys t USING $keyRows s ON $on " +
+        s"WHEN MATCHED THEN UPDATE SET $KeySequence = s.$KeySequence, $Deleted = s.$Deleted " +
+        "WHEN NOT MATCHED THEN INSERT *")
   }
+
+  private def write(table: String, insert: String, merge: String): Unit =
+    spark.sql(if (detail(table).getAs[Long]("numFiles") == 0) insert else merge).collect()
 
   /** Columns the source added since the target was created (a dropped one stays). */
   private def addNewColumns(): Unit = {
