@@ -30,9 +30,9 @@ private[cdc] object DeltaTarget {
   // On each key's last event: how many of the batch's changes its key took (repeats and stale ones not).
   private val AppliedChanges = "__replicate_applied"
   private val Staged = "staged"
+  private val Applied = "applied"
   /** The table property that limits data-skipping statistics to the first N columns. */
   private val StatisticsColumns = "delta.dataSkippingNumIndexedCols"
-  private val Applied = "applied"
 
   case class LogRow(batch: Long, status: String, stream: Option[String], streamBatch: Option[Long],
       inserted: Long, updated: Long, deleted: Long, ignored: Long) {
