@@ -219,7 +219,7 @@ from conftest import session_builder
 
 spark = session_builder("local[2]").getOrCreate()
 jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
-statements, execute = [], apply._State._execute
+calls, original = [], getattr(apply._State, {method!r})
 
 def crash():
     os.kill(jvm, signal.SIGKILL)
@@ -230,15 +230,15 @@ def crash_once_a_job_runs():
         time.sleep(0.01)
     crash()
 
-def kill_in_write(self, statement):
-    statements.append(statement)
-    if len(statements) == {statement}:
+def kill_in(self, *args):
+    calls.append(args)
+    if len(calls) == {call}:
         if {between}:
             crash()
         threading.Thread(target=crash_once_a_job_runs, daemon=True).start()
-    return execute(self, statement)
+    return original(self, *args)
 
-apply._State._execute = kill_in_write
+setattr(apply._State, {method!r}, kill_in)
 for paths in {batches!r}:
     spark_replicate.apply_changes(spark_replicate.read(spark, paths, schema_topic={schema!r}, table={table!r}),
                                   {target!r})
@@ -247,17 +247,20 @@ for paths in {batches!r}:
 
 @needs_delta
 @pytest.mark.slow
-@pytest.mark.parametrize("first,statement,between", [(2, 2, True), (1, 3, False)],
-                         ids=["between the first load's INSERTs", "during a later batch's MERGE into the target"])
-def test_a_crash_while_a_batch_writes_then_a_rerun(spark, zone, tmp_path, first, statement, between):
+@pytest.mark.parametrize("first,method,call,between", [
+    (2, "_execute", 2, True), (1, "_execute", 3, False), (1, "_write_staged", 2, False)],
+    ids=["between the first load's INSERTs", "during a later batch's MERGE into the target",
+         "while a later batch's staged rows are written"])
+def test_a_crash_while_a_batch_writes_then_a_rerun(spark, zone, tmp_path, first, method, call, between):
     """A process applying the first half of the files is SIGKILLed (its JVM first) between the
     first load's INSERT into the target and the one into the keys (the rerun finds the target with
     files, the keys without), or, having applied the first file, while the next batch MERGEs into
-    the target; a rerun over all the files gives the true table."""
+    the target, or while it writes its staged rows (plain files, which the rerun must not take for
+    a batch's); a rerun over all the files gives the true table."""
     table, target = "HR.EMPLOYEES", str(tmp_path / "employees")
     files = sorted(str(p) for p in zone.files if p.parent.name == table_def(zone, table).topic)
     batches = [files[:1], files[:2]][first - 1:]
-    script = KILLER.format(statement=statement, between=between, batches=batches, schema=str(zone.schema_topic),
+    script = KILLER.format(method=method, call=call, between=between, batches=batches, schema=str(zone.schema_topic),
                            table=table, target=target)
     crashed = run_python(script, env={"PYTHONPATH": str(TESTS_DIR)}, timeout=600)
     assert crashed.returncode == -9, crashed.stderr[-3000:]

@@ -1,14 +1,14 @@
 """Apply Replicate changes to a Delta Lake table, batch after batch (README "Applying changes").
 
 Beside the target, under ``<target location>/_spark_replicate/`` (Delta keeps names starting with
-``_`` out of the table, and VACUUM leaves them), three Delta tables keep what the target's own
-columns cannot show:
+``_`` out of the table, and VACUUM leaves them), two Delta tables and a directory keep what the
+target's own columns cannot show:
 
-- ``keys``: one row per key ever applied: the change sequence of its last applied change (''
-  for a full-load row) and whether that change deleted it (a tombstone);
-- ``staged``: the batch being applied: its fresh changes replayed over the target's rows (type 1: each
-  key's last event only);
-- ``batches``: a row when a batch is staged and one when it is applied, with its counts.
+- ``keys`` (Delta): one row per key ever applied: the change sequence of its last applied change
+  ('' for a full-load row) and whether that change deleted it (a tombstone);
+- ``staged`` (Parquet files): the batch being applied: its fresh changes replayed over the target's
+  rows (type 1: each key's last event only);
+- ``batches`` (Delta): a row when a batch is staged and one when it is applied, with its counts.
 
 A batch is (1) staged: the input's changes newer than their key's last applied one, replayed
 (:func:`spark_replicate.cdc.replay`) after the row the target holds for the key, written to
@@ -45,7 +45,6 @@ _APPLIED_CHANGES = "__replicate_applied"
 _BASELINE = "BASELINE"
 LAST_APPLIED = "__replicate_last_applied"
 _STAGED, _APPLIED = "staged", "applied"
-_STATISTICS_COLUMNS = "delta.dataSkippingNumIndexedCols"  # a table property: statistics of the first N columns
 
 
 class _LogRow(NamedTuple):
@@ -178,7 +177,7 @@ class _State:
         location = self._target_path or self._detail(self.target).location
         state = location.rstrip("/") + "/" + STATE_DIR
         self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
-        self.keys, self.staged = _delta_name(self._keys_path), _delta_name(self._staged_path)
+        self.keys, self.staged = _delta_name(self._keys_path), f"parquet.{quote(self._staged_path)}"
         try:  # the log is made last: where it is, the target and the keys are
             self.log = [_LogRow(*row) for row in self._read(self._batches_path).collect()]
         except AnalysisException:
@@ -228,10 +227,12 @@ class _State:
             F.count_if((F.col(RANK) == 1) & ~F.col(DERIVED)).over(per_key).alias(_APPLIED_CHANGES))
         # A current-state target takes only each key's last event: the others need not be written.
         staged = staged.where(F.col(LAST)) if self.scd_type == 1 else staged
-        # Staged rows are always read whole, so Delta's per-column statistics (for data skipping)
-        # would only cost time; the property, set when the table is made, stays.
-        staged.withColumnRenamed(SEQUENCE, START_AT).write.format("delta").mode("overwrite") \
-            .option("overwriteSchema", "true").option(_STATISTICS_COLUMNS, "0").save(self._staged_path)
+        # Plain Parquet, not Delta: staged rows are read whole, and only until the next batch
+        # overwrites them, so a Delta table's snapshot (a state reconstruction of about a second per
+        # version) and statistics would only cost time. A run that dies while writing them has not
+        # logged the batch staged, so the next run stages it again; once logged, nothing rewrites them
+        # before the batch is logged applied.
+        self._write_staged(staged.withColumnRenamed(SEQUENCE, START_AT))
         *counts, rows_staged = self._counts(changes)
         entry = _LogRow(batch, _STAGED, *(stream or (None, None)), *counts)
         self._log(entry)
@@ -259,7 +260,7 @@ class _State:
 
     def _counts(self, changes: DataFrame) -> tuple[int, int, int, int, int]:
         """The batch's counts from ``staged`` and its input's rows, in one job; then the rows staged."""
-        staged = self._read(self._staged_path)
+        staged = self._read_staged()
         change, live = F.col(RANK) == 1, F.col(OPERATION) != DELETE
         last_delete = F.col(LAST) & ~live
         if self.scd_type == 1:
@@ -327,7 +328,7 @@ class _State:
 
     def _add_new_columns(self) -> None:
         """Columns the source added since the target was created (a dropped one stays)."""
-        staged = self._read(self._staged_path)
+        staged = self._read_staged()
         present = set(self._columns())
         added = [f for f in staged.schema.fields if f.name in self.layout.columns and f.name not in present]
         if added:
@@ -338,6 +339,12 @@ class _State:
 
     def read_keys(self) -> DataFrame:
         return self._read(self._keys_path)
+
+    def _write_staged(self, rows: DataFrame) -> None:
+        rows.write.mode("overwrite").parquet(self._staged_path)
+
+    def _read_staged(self) -> DataFrame:
+        return self.spark.read.parquet(self._staged_path)
 
     def _log(self, entry: _LogRow) -> None:
         self.spark.createDataFrame([tuple(entry)], _LOG_SCHEMA).write.format("delta").mode("append") \

@@ -11,12 +11,13 @@ import io.sparkreplicate.catalyst.OutputColumns.{ChangeSeq, Operation}
 import io.sparkreplicate.cdc.Changes._
 
 /**
- * A Delta Lake table that batches of changes are applied to, and the Delta tables kept beside it
- * under `<target location>/_spark_replicate/` (Delta keeps names starting with `_` out of the
- * table, and VACUUM leaves them): `keys` (each key's last applied change sequence, '' for a
- * full-load row, and whether it is deleted: a tombstone), `staged` (the batch being applied: its
- * fresh changes replayed after the target's rows; type 1: each key's last event only) and
- * `batches` (a row when a batch is staged and one when it is applied, with its counts). The same
+ * A Delta Lake table that batches of changes are applied to, and what is kept beside it under
+ * `<target location>/_spark_replicate/` (Delta keeps names starting with `_` out of the table, and
+ * VACUUM leaves them): the Delta table `keys` (each key's last applied change sequence, '' for a
+ * full-load row, and whether it is deleted: a tombstone), the Parquet files `staged` (the batch
+ * being applied: its fresh changes replayed after the target's rows; type 1: each key's last event
+ * only) and the Delta table `batches` (a row when a batch is staged and one when it is applied,
+ * with its counts). The same
  * tables, the same steps and the same recovery as `spark_replicate.apply` (its docstring tells
  * the steps), so either language may continue a target the other applied to.
  */
@@ -31,8 +32,6 @@ private[cdc] object DeltaTarget {
   private val AppliedChanges = "__replicate_applied"
   private val Staged = "staged"
   private val Applied = "applied"
-  /** The table property that limits data-skipping statistics to the first N columns. */
-  private val StatisticsColumns = "delta.dataSkippingNumIndexedCols"
 
   case class LogRow(batch: Long, status: String, stream: Option[String], streamBatch: Option[Long],
       inserted: Long, updated: Long, deleted: Long, ignored: Long) {
@@ -135,7 +134,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
   private val state = targetPath.getOrElse(detail(target).getAs[String]("location")).stripSuffix("/") + "/" + StateDir
   private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
-  private val (keys, staged) = (deltaName(keysPath), deltaName(stagedPath))
+  private val (keys, staged) = (deltaName(keysPath), s"parquet.${quote(stagedPath)}")
   /** The batches log; made last, so where it is, the target and the keys are. */
   val log: Seq[LogRow] = try readLog() catch {
     case _: AnalysisException =>
@@ -186,11 +185,13 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
         coalesce(lag(col(Operation), 1).over(eventOrder(layout)) =!= Delete, lit(false)).as(LiveBefore),
         count_if(col(Rank) === 1 && !col(Derived)).over(perKey).as(AppliedChanges))
     // A current-state target takes only each key's last event: the others need not be written.
-    // Staged rows are always read whole, so Delta's per-column statistics (for data skipping)
-    // would only cost time; the property, set when the table is made, stays.
+    // Plain Parquet, not Delta: staged rows are read whole, and only until the next batch
+    // overwrites them, so a Delta table's snapshot (a state reconstruction of about a second per
+    // version) and statistics would only cost time. A run that dies while writing them has not
+    // logged the batch staged, so the next run stages it again; once logged, nothing rewrites them
+    // before the batch is logged applied.
     (if (scdType == 1) replayed.where(col(Last)) else replayed).withColumnRenamed(ChangeSeq, StartAt)
-      .write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-      .option(StatisticsColumns, "0").save(stagedPath)
+      .write.mode("overwrite").parquet(stagedPath)
     val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     appendLog(entry)
@@ -225,7 +226,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     } else {
       Seq(change && live, col(Rank) === 0, lastDelete && col(LiveBefore))
     }
-    val row = read(stagedPath).select(counted.map(count_if) :+ sum(when(col(Last), col(AppliedChanges))) :+
+    val row = readStaged.select(counted.map(count_if) :+ sum(when(col(Last), col(AppliedChanges))) :+
       count(lit(1)): _*).crossJoin(input.select(count(lit(1)))).head()
     val applied = if (row.isNullAt(3)) 0L else row.getLong(3)
     (row.getLong(0), row.getLong(1), row.getLong(2), row.getLong(5) - applied, row.getLong(4))
@@ -282,7 +283,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   /** Columns the source added since the target was created (a dropped one stays). */
   private def addNewColumns(): Unit = {
     val present = columnsOf(target).toSet
-    val added = read(stagedPath).schema.fields.filter(f => layout.columns.contains(f.name) && !present(f.name))
+    val added = readStaged.schema.fields.filter(f => layout.columns.contains(f.name) && !present(f.name))
     if (added.nonEmpty) {
       spark.sql(s"ALTER TABLE $target ADD COLUMNS (" +
         added.map(f => s"${quote(f.name)} ${f.dataType.sql}").mkString(", ") + ")")
@@ -290,6 +291,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   }
 
   def readKeys: DataFrame = read(keysPath)
+
+  private def readStaged: DataFrame = spark.read.parquet(stagedPath)
 
   private def readLog(): Seq[LogRow] = read(batchesPath).collect().toSeq.map { r =>
     LogRow(r.getLong(0), r.getString(1), Option(r.getString(2)), if (r.isNullAt(3)) None else Some(r.getLong(3)),
