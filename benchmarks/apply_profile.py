@@ -108,6 +108,9 @@ def bench_apply(spark, table_def, messages: int, seed: int, runs: int, files: in
                     times[name].append(round(time.perf_counter() - started, 3))
                 if result is not None:
                     made[name] = result
+        # The cached changes are not read again: their memory goes to the truth's rows, which
+        # createDataFrame keeps in the driver (a 4 GB driver ran out of heap with both).
+        changes.unpersist()
         truth_rows = [tuple(gen.expected_value(c, row.get(c.name)) for c in table_def.columns) + (True,)
                       for row in zone.final_state(table_def.name).values()]
         schema = spark.read.format("delta").load(made["apply_changes"]).schema.add("__present", "boolean")
@@ -124,7 +127,6 @@ def bench_apply(spark, table_def, messages: int, seed: int, runs: int, files: in
             "differences_from_truth": {name: differences(table, truth, keys, columns)
                                        for name, table in marked.items()},
         }
-        changes.unpersist()
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
