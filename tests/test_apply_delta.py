@@ -219,7 +219,7 @@ from conftest import session_builder
 
 spark = session_builder("local[2]").getOrCreate()
 jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
-calls, original = [], getattr(apply._State, {method!r})
+calls, original = 0, getattr(apply._State, {method!r})
 
 def crash():
     os.kill(jvm, signal.SIGKILL)
@@ -231,8 +231,9 @@ def crash_once_a_job_runs():
     crash()
 
 def kill_in(self, *args):
-    calls.append(args)
-    if len(calls) == {call}:
+    global calls
+    calls += 1
+    if calls == {call}:
         if {between}:
             crash()
         threading.Thread(target=crash_once_a_job_runs, daemon=True).start()

@@ -171,13 +171,13 @@ class _State:
             # Delta's SQL names a table by path only when the path is absolute (delta.`/...`).
             raise ValueError(f"target {target!r} is a relative path: pass an absolute path or a URI "
                              "(file:/..., s3a://...), or a table name")
-        self.target = _delta_name(target) if self._target_path else target
+        self.target = _path_name(target) if self._target_path else target
         if not self._target_path:  # its location is needed first: created at once, if absent
             self._create_target(changes, target)
         location = self._target_path or self._detail(self.target).location
         state = location.rstrip("/") + "/" + STATE_DIR
         self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
-        self.keys, self.staged = _delta_name(self._keys_path), f"parquet.{quote(self._staged_path)}"
+        self.keys, self.staged = _path_name(self._keys_path), _path_name(self._staged_path, "parquet")
         try:  # the log is made last: where it is, the target and the keys are
             self.log = [_LogRow(*row) for row in self._read(self._batches_path).collect()]
         except AnalysisException:
@@ -373,6 +373,6 @@ class _State:
         return self.spark.sql(f"DESCRIBE DETAIL {table}").first()
 
 
-def _delta_name(path: str) -> str:
-    """The SQL name of the Delta table at ``path``."""
-    return f"delta.{quote(path)}"
+def _path_name(path: str, file_format: str = "delta") -> str:
+    """The SQL name of the table of ``file_format`` files at ``path``."""
+    return f"{file_format}.{quote(path)}"

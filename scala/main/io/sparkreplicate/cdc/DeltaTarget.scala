@@ -120,7 +120,8 @@ private[cdc] object DeltaTarget {
     }
   }
 
-  private def deltaName(path: String): String = s"delta.${quote(path)}"
+  /** The SQL name of the table of `format` files at `path`. */
+  private def pathName(path: String, format: String = "delta"): String = s"$format.${quote(path)}"
 }
 
 private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataFrame, layout: Layout, scdType: Int) {
@@ -130,11 +131,11 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   // Delta's SQL names a table by path only when the path is absolute (delta.`/...`).
   require(targetPath.forall(path => path.startsWith("/") || path.takeWhile(_ != '/').contains(':')),
     s"target $name is a relative path: pass an absolute path or a URI (file:/..., s3a://...), or a table name")
-  private val target = targetPath.map(deltaName).getOrElse(name)
+  private val target = targetPath.map(pathName(_)).getOrElse(name)
   if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
   private val state = targetPath.getOrElse(detail(target).getAs[String]("location")).stripSuffix("/") + "/" + StateDir
   private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
-  private val (keys, staged) = (deltaName(keysPath), s"parquet.${quote(stagedPath)}")
+  private val (keys, staged) = (pathName(keysPath), pathName(stagedPath, "parquet"))
   /** The batches log; made last, so where it is, the target and the keys are. */
   val log: Seq[LogRow] = try readLog() catch {
     case _: AnalysisException =>
