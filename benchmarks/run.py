@@ -590,6 +590,7 @@ def main() -> None:
     if not args.skip_apply:
         results["apply"] = step_in_own_process("apply", args, ds)
         results["ratios"].update(results["apply"]["ratios"])
+    carry_over_steps_run_alone(results, Path(args.out_dir) / "results.json")
 
     stop_sampling.set()
     results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -605,6 +606,18 @@ def main() -> None:
     log(f"wrote {out / 'results.json'} and {out / 'RESULTS.md'} in {results['elapsed_s']} s")
     for name, target in results["targets"].items():
         log(f"  {name}: {target['value']} (target {target['target']}) {'met' if target['met'] else 'MISSED'}")
+
+
+def carry_over_steps_run_alone(results: dict, stored: Path) -> None:
+    """A step this run skipped keeps its results from ``stored`` when they were measured by
+    ``--only`` (they name their own command and commit, which the report shows), so that a full
+    run need not repeat a step whose code it did not change. Results a full run wrote name no
+    commit of their own and are not carried over."""
+    previous = json.loads(stored.read_text()) if stored.exists() else {}
+    for step in ONLY_STEPS:
+        if step not in results and "git_commit" in previous.get(step, {}):
+            results[step] = previous[step]
+            results["ratios"].update(previous[step]["ratios"])
 
 
 def step_in_own_process(step: str, args: argparse.Namespace, ds) -> dict:

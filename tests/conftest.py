@@ -552,6 +552,24 @@ def raises_replicate(error_id: str, *fragments: str):
 # --------------------------------------------------------------------------------------------
 
 
+class LogWatch:
+    """For a test that polls a table while another process writes it: whether the table's commit
+    log (the files matching ``pattern`` in ``log_dir``) has a commit it had not when last asked, so
+    that the test reads the table only then. Reading it every second took a core from the writer
+    on a two-core machine."""
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self._commits: dict[Path, int] = {}
+
+    def changed(self, log_dir: Path) -> bool:
+        commits = len(list(log_dir.glob(self.pattern)))
+        if commits == 0 or self._commits.get(log_dir) == commits:
+            return False
+        self._commits[log_dir] = commits
+        return True
+
+
 def run_python(code: str, *, timeout: float = 180, env: dict | None = None):
     """Runs ``code`` in a fresh interpreter (this one's, same environment); returns the
     CompletedProcess with text stdout/stderr."""

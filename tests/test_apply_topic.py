@@ -29,7 +29,7 @@ from pyspark.errors import AnalysisException
 
 import spark_replicate
 from _cluster import dies_with_parent
-from conftest import DELTA, SMALL_SESSION, assert_same_rows, collect_plain, source_row
+from conftest import DELTA, SMALL_SESSION, LogWatch, assert_same_rows, collect_plain, source_row
 from spark_replicate import topic
 from spark_replicate.generate import default_tables, generate_landing_zone
 
@@ -177,16 +177,20 @@ def test_without_transaction_headers_transactional_is_an_error(spark, tmp_path, 
 
 
 def wait_until_applied(spark, target: Path, expected: dict[str, list[dict]], stopped) -> None:
-    """Polls each table's Delta table until it holds its ``expected`` rows; ``stopped()`` says why
-    the applying side stopped (it failed), or None while it runs."""
+    """Polls each table's Delta table until it holds its ``expected`` rows (each read once it has
+    a new commit); ``stopped()`` says why the applying side stopped (it failed), or None while it runs."""
+    watch, matched = LogWatch("*.json"), set()
+
     def matches(table: str, rows: list[dict]) -> bool:
-        try:
-            assert_same_rows(collect_plain(spark.read.format("delta").load(str(target / table))), rows)
-            return True
-        except (pytest.fail.Exception, AnalysisException):  # not yet, or no Delta table there yet
-            return False
+        if table not in matched and watch.changed(target / table / "_delta_log"):
+            try:
+                assert_same_rows(collect_plain(spark.read.format("delta").load(str(target / table))), rows)
+                matched.add(table)
+            except (pytest.fail.Exception, AnalysisException):  # not yet, or a table being created
+                pass
+        return table in matched
     deadline = time.monotonic() + 240
-    while not all(matches(table, rows) for table, rows in expected.items()):
+    while not all([matches(table, rows) for table, rows in expected.items()]):
         assert stopped() is None, stopped()
         assert time.monotonic() < deadline, f"not applied within 4 minutes: {stopped()}"
         time.sleep(1)

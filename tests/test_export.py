@@ -19,7 +19,8 @@ import pytest
 import spark_replicate
 from _cluster import dies_with_parent
 from _streams import Landing, checkpoint_batches, kill_when
-from conftest import assert_same_rows, collect_plain, error_text, evolving_tables, expected_rows, run_python
+from conftest import (LogWatch, assert_same_rows, collect_plain, error_text, evolving_tables, expected_rows,
+                      run_python)
 from spark_replicate.export import ExportError, export
 from spark_replicate.generate import ColumnDef, TableDef, default_tables, generate_landing_zone
 
@@ -209,12 +210,17 @@ def test_continuous_export_picks_up_new_files_and_new_columns_until_stopped(spar
             "--continuous", "--interval", "1"]
     running = export_process(args, tmp_path / "continuous.log")
 
+    watch, done = LogWatch("[0-9]*"), set()
+
     def exported_all(counts: dict[str, int]) -> bool:
         """Each table's sink has committed files holding its count of rows. A sink is read once its
-        log has a commit: before that, parquet files may be there, but none is part of the output."""
-        return all(any((output / t / "_spark_metadata").glob("[0-9]*"))
-                   and spark.read.parquet(str(output / t)).count() == n
-                   for t, n in counts.items())
+        log has a commit (before that, parquet files may be there, but none is part of the output),
+        and again only after another."""
+        for table, rows in counts.items():
+            if (table, rows) not in done and watch.changed(output / table / "_spark_metadata") \
+                    and spark.read.parquet(str(output / table)).count() == rows:
+                done.add((table, rows))
+        return all((table, rows) in done for table, rows in counts.items())
 
     def wait_for(counts: dict[str, int]) -> None:
         deadline = time.monotonic() + 150
