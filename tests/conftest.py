@@ -18,7 +18,7 @@ from collections import Counter
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pyspark
 import pytest
@@ -553,21 +553,24 @@ def raises_replicate(error_id: str, *fragments: str):
 
 
 class LogWatch:
-    """For a test that polls a table while another process writes it: whether the table's commit
-    log (the files matching ``pattern`` in ``log_dir``) has a commit it had not when last asked, so
-    that the test reads the table only then. Reading it every second took a core from the writer
-    on a two-core machine."""
+    """For a test that polls tables while another process writes them: whether a check of each
+    table has held, made again only once the table's commit log (the files matching ``pattern``
+    in ``log_dir``) has a commit it had not at the last check, and not after it held. Reading the
+    tables every second took a core from the writer on a two-core machine. One watch per wait:
+    what held for an earlier expectation is not carried over."""
 
     def __init__(self, pattern: str):
         self.pattern = pattern
         self._commits: dict[Path, int] = {}
+        self._held: set[Path] = set()
 
-    def changed(self, log_dir: Path) -> bool:
+    def holds(self, log_dir: Path, check: Callable[[], bool]) -> bool:
         commits = len(list(log_dir.glob(self.pattern)))
-        if commits == 0 or self._commits.get(log_dir) == commits:
-            return False
-        self._commits[log_dir] = commits
-        return True
+        if log_dir not in self._held and commits and self._commits.get(log_dir) != commits:
+            self._commits[log_dir] = commits
+            if check():
+                self._held.add(log_dir)
+        return log_dir in self._held
 
 
 def run_python(code: str, *, timeout: float = 180, env: dict | None = None):

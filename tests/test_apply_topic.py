@@ -14,6 +14,7 @@ SIGTERM; ``apply_topic(transactional=True, continuous=True)`` is checked after e
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import re
@@ -179,18 +180,17 @@ def test_without_transaction_headers_transactional_is_an_error(spark, tmp_path, 
 def wait_until_applied(spark, target: Path, expected: dict[str, list[dict]], stopped) -> None:
     """Polls each table's Delta table until it holds its ``expected`` rows (each read once it has
     a new commit); ``stopped()`` says why the applying side stopped (it failed), or None while it runs."""
-    watch, matched = LogWatch("*.json"), set()
+    watch = LogWatch("*.json")
 
     def matches(table: str, rows: list[dict]) -> bool:
-        if table not in matched and watch.changed(target / table / "_delta_log"):
-            try:
-                assert_same_rows(collect_plain(spark.read.format("delta").load(str(target / table))), rows)
-                matched.add(table)
-            except (pytest.fail.Exception, AnalysisException):  # not yet, or a table being created
-                pass
-        return table in matched
+        try:
+            assert_same_rows(collect_plain(spark.read.format("delta").load(str(target / table))), rows)
+            return True
+        except (pytest.fail.Exception, AnalysisException):  # not yet, or a table being created
+            return False
     deadline = time.monotonic() + 240
-    while not all([matches(table, rows) for table, rows in expected.items()]):
+    while not all([watch.holds(target / t / "_delta_log", functools.partial(matches, t, rows))
+                   for t, rows in expected.items()]):
         assert stopped() is None, stopped()
         assert time.monotonic() < deadline, f"not applied within 4 minutes: {stopped()}"
         time.sleep(1)

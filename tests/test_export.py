@@ -4,6 +4,7 @@ landed one message per file so that files can be held back and "land" later."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -210,21 +211,17 @@ def test_continuous_export_picks_up_new_files_and_new_columns_until_stopped(spar
             "--continuous", "--interval", "1"]
     running = export_process(args, tmp_path / "continuous.log")
 
-    watch, done = LogWatch("[0-9]*"), set()
-
-    def exported_all(counts: dict[str, int]) -> bool:
-        """Each table's sink has committed files holding its count of rows. A sink is read once its
-        log has a commit (before that, parquet files may be there, but none is part of the output),
-        and again only after another."""
-        for table, rows in counts.items():
-            if (table, rows) not in done and watch.changed(output / table / "_spark_metadata") \
-                    and spark.read.parquet(str(output / table)).count() == rows:
-                done.add((table, rows))
-        return all((table, rows) in done for table, rows in counts.items())
-
     def wait_for(counts: dict[str, int]) -> None:
+        """Until each table's sink has committed files holding its count of rows. A sink is read
+        once its log has a commit (before that, parquet files may be there, but none is part of
+        the output), and again only after another."""
+        watch = LogWatch("[0-9]*")
+
+        def exported(table: str) -> bool:
+            return spark.read.parquet(str(output / table)).count() == counts[table]
         deadline = time.monotonic() + 150
-        while not exported_all(counts):
+        while not all([watch.holds(output / t / "_spark_metadata", functools.partial(exported, t))
+                       for t in counts]):
             assert running.poll() is None, (tmp_path / "continuous.log").read_text()[-4000:]
             assert time.monotonic() < deadline, (tmp_path / "continuous.log").read_text()[-4000:]
             time.sleep(1)
