@@ -285,7 +285,7 @@ def markdown(r: dict) -> str:
             "`com.sun.management.ThreadMXBean.getThreadAllocatedBytes`; ns/message is the median pass in wall-clock "
             "time, CPU ns/message in the thread's CPU time, which waiting for a core on the shared machine does not "
             "inflate. Command: "
-            f"`{mi['command']}`.",
+            f"`{mi['command']}`" + (f" at commit `{mi['git_commit'][:12]}` (measured alone)." if "git_commit" in mi else "."),
             "",
             "| decoder | ns/message | CPU ns/message | bytes allocated/message | messages/s (one core) |",
             "|---|---:|---:|---:|---:|",
