@@ -150,14 +150,22 @@ def test_columns_the_source_adds_are_added_to_the_table(spark, tmp_path):
 
 
 @needs_delta
-def test_a_micro_batch_run_again_is_not_applied_again(spark, zone, tmp_path):
-    """Spark runs a micro-batch again after a failure: the second run finds it applied."""
+@pytest.mark.parametrize("escaped_literals", ["false", "true"])
+def test_a_micro_batch_run_again_is_not_applied_again(spark, zone, tmp_path, escaped_literals):
+    """Spark runs a micro-batch again after a failure: the second run finds it applied, by a
+    checkpoint location read back from the log exactly, whatever characters it holds and however
+    the session reads backslashes in SQL literals."""
     table, target = "HR.DEPARTMENTS", str(tmp_path / "departments")
     changes = read_table(spark, zone, table)
     layout = table_layout(changes, None)
-    first = _apply_batch(changes, target, layout, 1, stream=("checkpoint", 0))
-    version = spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0]
-    assert _apply_batch(changes, target, layout, 1, stream=("checkpoint", 0)) == first
+    stream = ("s3a://lake/it's a \\ check\\'point, café", 0)
+    spark.conf.set("spark.sql.parser.escapedStringLiterals", escaped_literals)
+    try:
+        first = _apply_batch(changes, target, layout, 1, stream=stream)
+        version = spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0]
+        assert _apply_batch(changes, target, layout, 1, stream=stream) == first
+    finally:
+        spark.conf.unset("spark.sql.parser.escapedStringLiterals")
     assert spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0] == version
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
 
