@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, Row, SparkSession, Window, functions as F
+from pyspark.sql import DataFrame, Row, SparkSession, functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
-                                 change_events, event_order, quote, quoted, replay, slot, table_layout)
+                                 change_events, event_order, quote, quoted, replay, slot, sql_names, sql_string,
+                                 table_layout)
 from spark_replicate.session import jit_sized_methods
 
 __all__ = ["apply_changes", "ApplyResult"]
@@ -215,18 +216,18 @@ class _State:
         # Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
         fresh = events if not self.log else (
             events.join(self.read_keys(), layout.keys, "left")
-            .where(F.col(_KEY_SEQUENCE).isNull() | (F.coalesce(SEQUENCE, F.lit("")) > F.col(_KEY_SEQUENCE)))
+            .where(f"{_KEY_SEQUENCE} IS NULL OR coalesce({SEQUENCE}, '') > {_KEY_SEQUENCE}")
             .drop(_KEY_SEQUENCE, _DELETED))
         baseline = self._baseline(fresh, events)
         replayed = replay(fresh if baseline is None else fresh.unionByName(baseline), layout)
         # Windows over the replay's own order (or its keys alone) reuse its sort.
-        per_key = Window.partitionBy(*map(quoted, layout.keys))
-        staged = replayed.select(
-            "*", (F.min(RANK).over(per_key) == 0).alias(_EXISTED),
-            F.coalesce(F.lag(OPERATION).over(event_order(layout)) != DELETE, F.lit(False)).alias(_LIVE_BEFORE),
-            F.count_if((F.col(RANK) == 1) & ~F.col(DERIVED)).over(per_key).alias(_APPLIED_CHANGES))
+        per_key = f"PARTITION BY {sql_names(layout.keys)}"
+        staged = replayed.selectExpr(
+            "*", f"min({RANK}) OVER ({per_key}) = 0 AS {_EXISTED}",
+            f"coalesce(lag({OPERATION}) OVER ({event_order(layout)}) != '{DELETE}', false) AS {_LIVE_BEFORE}",
+            f"count_if({RANK} = 1 AND NOT {DERIVED}) OVER ({per_key}) AS {_APPLIED_CHANGES}")
         # A current-state target takes only each key's last event: the others need not be written.
-        staged = staged.where(F.col(LAST)) if self.scd_type == 1 else staged
+        staged = staged.where(LAST) if self.scd_type == 1 else staged
         # Plain Parquet, not Delta: staged rows are read whole, and only until the next batch
         # overwrites them, so a Delta table's snapshot (a state reconstruction of about a second per
         # version) and statistics would only cost time. A run that dies while writing them has not
@@ -247,30 +248,30 @@ class _State:
             return None
         layout = self.layout
         rows = self._read(self._target_path) if self._target_path else self.spark.read.table(self.target)
-        sequence = F.lit(None).cast("string")
+        sequence = "CAST(NULL AS STRING)"
         if self.scd_type == 2:
-            rows, sequence = rows.where(F.col(END_AT).isNull()), F.col(START_AT)
+            rows, sequence = rows.where(f"{END_AT} IS NULL"), START_AT
         present = set(rows.columns)
-        slot_types = {f.name: f.dataType for f in events.schema.fields}
+        slot_types = {f.name: f.dataType.simpleString() for f in events.schema.fields}
         return (rows.join(fresh.select(*map(quoted, layout.keys)).distinct(), layout.keys, "left_semi")
-                .select(*map(quoted, layout.keys), sequence.alias(SEQUENCE), F.lit(_BASELINE).alias(OPERATION),
-                        F.lit(0).alias(RANK), F.lit(False).alias(DERIVED),
-                        *(F.struct((quoted(c) if c in present else F.lit(None)).alias("v"))
-                          .cast(slot_types[slot(i)]).alias(slot(i)) for i, c in enumerate(layout.values))))
+                .selectExpr(*map(quote, layout.keys), f"{sequence} AS {SEQUENCE}", f"'{_BASELINE}' AS {OPERATION}",
+                            f"0 AS {RANK}", f"false AS {DERIVED}",
+                            *(f"CAST(named_struct('v', {quote(c) if c in present else 'NULL'}) AS {slot_types[slot(i)]}) "
+                              f"AS {slot(i)}" for i, c in enumerate(layout.values))))
 
     def _counts(self, changes: DataFrame) -> tuple[int, int, int, int, int]:
         """The batch's counts from ``staged`` and its input's rows, in one job; then the rows staged."""
-        staged = self._read_staged()
-        change, live = F.col(RANK) == 1, F.col(OPERATION) != DELETE
-        last_delete = F.col(LAST) & ~live
+        live = f"{OPERATION} != '{DELETE}'"
+        last_delete = f"{LAST} AND NOT ({live})"
         if self.scd_type == 1:
-            counted = (F.col(LAST) & live & ~F.col(_EXISTED), F.col(LAST) & live & F.col(_EXISTED),
-                       last_delete & F.col(_EXISTED))
+            counted = (f"{LAST} AND {live} AND NOT {_EXISTED}", f"{LAST} AND {live} AND {_EXISTED}",
+                       f"{last_delete} AND {_EXISTED}")
         else:
-            counted = (change & live, F.col(RANK) == 0, last_delete & F.col(_LIVE_BEFORE))
-        row = (staged.select(*(F.count_if(c).alias(f"c{i}") for i, c in enumerate(counted)),
-                             F.sum(F.when(F.col(LAST), F.col(_APPLIED_CHANGES))).alias("c3"), F.count(F.lit(1)).alias("staged"))
-               .crossJoin(changes.select(F.count(F.lit(1)).alias("input"))).first())
+            counted = (f"{RANK} = 1 AND {live}", f"{RANK} = 0", f"{last_delete} AND {_LIVE_BEFORE}")
+        row = (self._read_staged().selectExpr(*(f"count_if({c}) AS c{i}" for i, c in enumerate(counted)),
+                                              f"sum(CASE WHEN {LAST} THEN {_APPLIED_CHANGES} END) AS c3",
+                                              "count(1) AS staged")
+               .crossJoin(changes.selectExpr("count(1) AS input")).first())
         return row.c0, row.c1, row.c2, row.input - (row.c3 or 0), row.staged
 
     def finish(self, entry: _LogRow, merge: bool = True) -> None:
@@ -290,7 +291,7 @@ class _State:
         self._add_new_columns()
         staged, layout = self.staged, self.layout
         on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in layout.keys)
-        names = ", ".join(map(quote, layout.columns))
+        names = sql_names(layout.columns)
         values = ", ".join(f"s.{quote(c)}" for c in layout.columns)
         if self.scd_type == 1:
             source = f"(SELECT * FROM {staged} WHERE {LAST})"
@@ -312,7 +313,7 @@ class _State:
                      f"WHEN NOT MATCHED THEN INSERT ({names}, {START_AT}, {END_AT}) "
                      f"VALUES ({values}, s.{START_AT}, s.{END_AT})")
         self._write(self.target, insert, merge)
-        key_names = ", ".join(map(quote, layout.keys))
+        key_names = sql_names(layout.keys)
         key_rows = (f"(SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
                     f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST})")
         self._write(self.keys, f"INSERT INTO {self.keys} SELECT * FROM {key_rows}",
@@ -376,15 +377,11 @@ class _State:
 
 
 def _sql_value(value: int | str | None) -> str:
-    """``value`` as SQL that means it whatever the session's settings: a string as its UTF-8 bytes in
-    hex, since how a quoted literal's backslashes read depends on
-    ``spark.sql.parser.escapedStringLiterals`` (and named parameters are left unbound in an INSERT
-    into a Delta table on Spark 4.1 and 4.2)."""
+    """``value`` as a SQL literal (not a named parameter: those are left unbound in an INSERT into a
+    Delta table on Spark 4.1 and 4.2)."""
     if value is None:
         return "NULL"
-    if isinstance(value, int):
-        return str(value)
-    return f"decode(X'{value.encode().hex()}', 'UTF-8')"
+    return str(value) if isinstance(value, int) else sql_string(value)
 
 
 def _path_name(path: str, file_format: str = "delta") -> str:

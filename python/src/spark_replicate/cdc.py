@@ -14,10 +14,9 @@ does not set (not in its column mask) is null in that event's ``struct(value)``,
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import NamedTuple
 
-from pyspark.sql import Column, DataFrame, Window, WindowSpec, functions as F
+from pyspark.sql import Column, DataFrame, functions as F
 
 __all__ = ["latest_state", "history", "KEY_POSITION"]
 
@@ -93,38 +92,37 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     the repeat): the keys, change sequence, operation, ``RANK`` 1 (a change, not a baseline),
     ``DERIVED`` (the DELETE of a moved row's old key), and per value column a slot:
     ``struct(value)`` when the event sets it, else null."""
+    # SQL text, not Column functions: on a classic session each of those is several py4j calls, and
+    # a table of ten columns took a second of them per batch.
     keys, values = layout.keys, layout.values
-    before = F.col(_BEFORE)
-    moved = ((F.col(OPERATION) == "UPDATE") & before.isNotNull()
-             & ~reduce(lambda a, b: a & b, [before.getField(k).eqNullSafe(quoted(k)) for k in keys]))
+    before = quote(_BEFORE)
+    moved = (f"({OPERATION} = 'UPDATE' AND {before} IS NOT NULL AND NOT ("
+             + " AND ".join(f"{before}.{quote(k)} <=> {quote(k)}" for k in keys) + "))")
     # The flags are columns of their own so that each is computed once per row, not once per
     # column; a full mask (the usual case) then spares the search of the mask's names per column.
-    flagged = changes.select("*", moved.alias(_MOVED), (F.col(OPERATION).isin("INSERT", "REFRESH") | moved).alias(_WHOLE_ROW),
-                             (F.col(_PRESENT).isNull() | (F.col(_PRESENT) == F.array(*map(F.lit, layout.columns))))
-                             .alias(_ALL_PRESENT))
-
-    def in_mask(column: str) -> Column:
-        return F.col(_ALL_PRESENT) | F.array_contains(F.col(_PRESENT), column)
+    flagged = changes.selectExpr(
+        "*", f"{moved} AS {_MOVED}", f"{OPERATION} IN ('INSERT', 'REFRESH') OR {moved} AS {_WHOLE_ROW}",
+        f"{_PRESENT} IS NULL OR {_PRESENT} = array({', '.join(map(sql_string, layout.columns))}) AS {_ALL_PRESENT}")
 
     # A moved row starts from its before-image for the columns its mask leaves out.
-    def set_value(column: str) -> Column:
-        value = F.when(F.col(_MOVED) & ~in_mask(column), before.getField(column)).otherwise(quoted(column))
-        return F.when(F.col(_WHOLE_ROW) | in_mask(column), F.struct(value.alias("v")))
+    def set_value(column: str) -> str:
+        in_mask = f"({_ALL_PRESENT} OR array_contains({_PRESENT}, {sql_string(column)}))"
+        value = f"CASE WHEN {_MOVED} AND NOT {in_mask} THEN {before}.{quote(column)} ELSE {quote(column)} END"
+        return f"CASE WHEN {_WHOLE_ROW} OR {in_mask} THEN named_struct('v', {value}) END"
 
-    events = flagged.select(*map(quoted, keys), SEQUENCE, OPERATION, F.lit(1).alias(RANK), F.lit(False).alias(DERIVED),
-                            *(set_value(c).alias(slot(i)) for i, c in enumerate(values)))
-    moved_away = flagged.where(F.col(_MOVED)).select(
-        *(before.getField(k).alias(k) for k in keys), SEQUENCE, F.lit(DELETE).alias(OPERATION),
-        F.lit(1).alias(RANK), F.lit(True).alias(DERIVED),
-        *(F.lit(None).cast(events.schema[slot(i)].dataType).alias(slot(i)) for i in range(len(values))))
+    events = flagged.selectExpr(*map(quote, keys), SEQUENCE, OPERATION, f"1 AS {RANK}", f"false AS {DERIVED}",
+                                *(f"{set_value(c)} AS {slot(i)}" for i, c in enumerate(values)))
+    moved_away = flagged.where(_MOVED).selectExpr(  # (the union gives the null slots the events' type)
+        *(f"{before}.{quote(k)} AS {quote(k)}" for k in keys), SEQUENCE, f"'{DELETE}' AS {OPERATION}",
+        f"1 AS {RANK}", f"true AS {DERIVED}", *(f"NULL AS {slot(i)}" for i in range(len(values))))
     return events.unionByName(moved_away)
 
 
-def event_order(layout: Layout) -> WindowSpec:
-    """The events of each key in the order they happened: a window over this spec after
-    :func:`replay` reuses its sort."""
-    return Window.partitionBy(*map(quoted, layout.keys)).orderBy(RANK, F.col(SEQUENCE).asc_nulls_first(), OPERATION,
-                                                                 DERIVED)
+def event_order(layout: Layout) -> str:
+    """The events of each key in the order they happened, as a window's SQL: a window over it
+    after :func:`replay` reuses its sort."""
+    return (f"PARTITION BY {sql_names(layout.keys)} "
+            f"ORDER BY {RANK}, {SEQUENCE} ASC NULLS FIRST, {OPERATION}, {DERIVED}")
 
 
 def replay(events: DataFrame, layout: Layout) -> DataFrame:
@@ -134,14 +132,22 @@ def replay(events: DataFrame, layout: Layout) -> DataFrame:
     changes. A change delivered more than once (the same key, change sequence and operation: files
     landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
     repeats here, in the window's own sort, spares a shuffle and a sort of the whole input."""
-    keys, values = layout.keys, layout.values
     order = event_order(layout)
-    so_far = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    repeated = reduce(lambda a, b: a & b, [F.lead(c).over(order).eqNullSafe(F.col(c))
-                                           for c in (RANK, SEQUENCE, OPERATION, DERIVED)])
-    return events.select(
-        *map(quoted, keys), OPERATION, RANK, DERIVED,
-        *(F.last(slot(i), ignorenulls=True).over(so_far).getField("v").alias(c) for i, c in enumerate(values)),
-        SEQUENCE, F.lead(SEQUENCE).over(order).alias(END_AT),
-        F.lead(F.lit(False), default=True).over(order).alias(LAST), repeated.alias(REPEATED)
-    ).where(~F.col(REPEATED)).drop(REPEATED)
+    so_far = f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    repeated = " AND ".join(f"lead({c}) OVER ({order}) <=> {c}" for c in (RANK, SEQUENCE, OPERATION, DERIVED))
+    return events.selectExpr(
+        *map(quote, layout.keys), OPERATION, RANK, DERIVED,
+        *(f"(last({slot(i)}, true) OVER ({so_far})).v AS {quote(c)}" for i, c in enumerate(layout.values)),
+        SEQUENCE, f"lead({SEQUENCE}) OVER ({order}) AS {END_AT}", f"lead(false, 1, true) OVER ({order}) AS {LAST}",
+        f"{repeated} AS {REPEATED}"
+    ).where(f"NOT {REPEATED}").drop(REPEATED)
+
+
+def sql_names(columns: list[str]) -> str:
+    return ", ".join(map(quote, columns))
+
+
+def sql_string(value: str) -> str:
+    """``value`` as SQL that means it whatever the session's settings: its UTF-8 bytes in hex,
+    since how a quoted literal's backslashes read depends on ``spark.sql.parser.escapedStringLiterals``."""
+    return f"decode(X'{value.encode().hex()}', 'UTF-8')"
