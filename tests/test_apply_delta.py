@@ -15,6 +15,7 @@ import sys
 
 import pytest
 from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
 
 import spark_replicate
 from _cluster import dies_with_parent
@@ -23,7 +24,7 @@ from conftest import (DELTA, SMALL_SESSION, TESTS_DIR, assert_same_rows, collect
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
 from spark_replicate._jar import ReplicateSetupError
 from spark_replicate.apply import ApplyResult, _apply_batch
-from spark_replicate.cdc import table_layout
+from spark_replicate.cdc import KEY_POSITION, table_layout
 from spark_replicate.generate import generate_landing_zone
 
 TABLES = ["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS"]
@@ -159,13 +160,10 @@ def test_a_micro_batch_run_again_is_not_applied_again(spark, zone, tmp_path, esc
     changes = read_table(spark, zone, table)
     layout = table_layout(changes, None)
     stream = ("s3a://lake/it's a \\ check\\'point, café", 0)
-    spark.conf.set("spark.sql.parser.escapedStringLiterals", escaped_literals)
-    try:
+    with spark_conf(spark, {"spark.sql.parser.escapedStringLiterals": escaped_literals}):
         first = _apply_batch(changes, target, layout, 1, stream=stream)
         version = spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0]
         assert _apply_batch(changes, target, layout, 1, stream=stream) == first
-    finally:
-        spark.conf.unset("spark.sql.parser.escapedStringLiterals")
     assert spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0] == version
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
 
@@ -361,8 +359,7 @@ ODD = "it's\\a`name`"
 
 def odd_changes(spark, rows: list[tuple]) -> DataFrame:
     """Changes of a table (id key, ODD, note) in the reader's flat layout, built by hand."""
-    from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
-    table = [StructField("id", IntegerType(), metadata={"replicate.primaryKeyPosition": 1}),
+    table = [StructField("id", IntegerType(), metadata={KEY_POSITION: 1}),
              StructField(ODD, StringType()), StructField("note", StringType())]
     schema = StructType([StructField("header__change_seq", StringType()), StructField("header__operation", StringType()),
                          StructField("header__present_columns", ArrayType(StringType())),
