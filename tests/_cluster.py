@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -27,6 +28,24 @@ START_TIMEOUT = 90
 # Set in each worker's environment, which its executors and their Python workers inherit: tells
 # a task which worker it runs on.
 WORKER_VARIABLE = "SPARK_REPLICATE_TEST_WORKER"
+
+# The JVMs the tests start beside their own sessions (a command, a driver to kill, a cluster, a
+# broker, a Connect server) live a minute or two, or run few queries: HotSpot's optimizing
+# compiler (C2) and its parallel collector cost them more CPU than they give back, and CPU is what
+# bounds the suite on two cores (the apply command alone: 91 s of CPU and 50 s by default, 56 s
+# and 44 s with these). The tests' own sessions, which run hundreds of jobs each, keep the
+# defaults: C2 pays off there.
+SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def short_jvm_env(*confs: str, **variables: str) -> dict[str, str]:
+    """This process's environment for a child that runs Spark briefly: pyspark starts its driver
+    (and a cluster its executors) with :data:`SHORT_JVM_OPTIONS` and the ``key=value`` settings
+    ``confs``; ``variables`` are set too."""
+    settings = [f"spark.executor.extraJavaOptions={SHORT_JVM_OPTIONS}", *confs]
+    submit = ["--driver-java-options", SHORT_JVM_OPTIONS, *(a for c in settings for a in ("--conf", c)), "pyspark-shell"]
+    return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_SUBMIT_ARGS": shlex.join(submit),
+            "SPARK_DAEMON_JAVA_OPTS": SHORT_JVM_OPTIONS, **variables}
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
@@ -165,9 +184,8 @@ def standalone_cluster(workdir: Path, *, workers: int = 1, cores: int = 2, memor
     executors with ``SPARK_REPLICATE_TEST_WORKER=worker-i`` in their environment."""
     conf_dir = workdir / "conf"
     conf_dir.mkdir(parents=True)
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_CONF_DIR": str(conf_dir),
-           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": str(workdir), "SPARK_LOG_DIR": str(workdir),
-           "SPARK_WORKER_DIR": str(workdir / "work"), "PYSPARK_PYTHON": sys.executable}
+    env = short_jvm_env(SPARK_HOME=str(SPARK_HOME), SPARK_CONF_DIR=str(conf_dir), SPARK_LOCAL_IP="127.0.0.1",
+                        SPARK_LOCAL_DIRS=str(workdir), SPARK_LOG_DIR=str(workdir), SPARK_WORKER_DIR=str(workdir / "work"))
     port, web_port = free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
     daemons: list[Daemon] = []
@@ -198,7 +216,7 @@ class DriverProcess:
         with open(log, "wb") as out:
             self.process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=out,
                                             stderr=subprocess.STDOUT, preexec_fn=dies_with_parent(),
-                                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+                                            env=short_jvm_env())
 
     def check_running(self) -> None:
         if self.process.poll() is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-from _cluster import SPARK_HOME, Daemon, free_port, listening, spark_class, wait_for
+from _cluster import SHORT_JVM_OPTIONS, SPARK_HOME, Daemon, free_port, listening, spark_class, wait_for
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -34,7 +34,9 @@ def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] =
         # The connector's SQL functions (from_replicate), as configure_spark sets them on a classic session.
         settings["spark.sql.extensions"] = ",".join(
             ["io.sparkreplicate.ReplicateExtensions", *filter(None, [settings.get("spark.sql.extensions")])])
-    args = ["--class", SERVER_CLASS, "--master", master, *(["--jars", ",".join(jars)] if jars else [])]
+    # The server runs a few dozen small queries in a run: short-lived work, as a command's is.
+    args = ["--class", SERVER_CLASS, "--master", master, "--driver-java-options", SHORT_JVM_OPTIONS,
+            *(["--jars", ",".join(jars)] if jars else [])]
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]
     server = Daemon("connect-server", spark_class("org.apache.spark.deploy.SparkSubmit", args), workdir, env)

@@ -15,7 +15,7 @@ from kafka import KafkaProducer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from _cluster import Daemon, free_port, listening, wait_for
+from _cluster import SHORT_JVM_OPTIONS, Daemon, free_port, listening, wait_for
 from spark_replicate.generate import SCHEMA_TOPIC
 
 # The topics of the shared Kafka zone (conftest's `kafka_zone`) are the landed ones' names after this.
@@ -58,7 +58,7 @@ def kafka_broker(workdir: Path):
         # The generator publishes records at their (past) commit times: time-based retention
         # would delete them within minutes, at the broker's first retention check.
         "log.retention.ms=-1", ""]))
-    java = ["java", "-Xmx512m", "-cp", broker_classpath(workdir)]
+    java = ["java", "-Xmx512m", *SHORT_JVM_OPTIONS.split(), "-cp", broker_classpath(workdir)]
     cluster_id = _cluster_id()
     subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
                    check=True, capture_output=True, timeout=120)

@@ -28,6 +28,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
                                IntegerType, LongType, StringType, TimestampType)
 
 import spark_replicate
+from _cluster import short_jvm_env
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
 from spark_replicate.kafka_connector import kafka_settings
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
@@ -152,10 +153,10 @@ def avro_zone(landing_zone) -> LandingZone:
 # Delta Lake is on the test session where a delta-spark release serves the running Spark minor.
 DELTA = ".".join(pyspark.__version__.split(".")[:2]) in DELTA_PACKAGES
 
-# A command's session as small as the tests' own (the data is tiny: Spark's 200 shuffle partitions
-# would cost more than the work).
-SMALL_SESSION = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_SUBMIT_ARGS": "--conf spark.sql.shuffle.partitions=2 "
-                 "--conf spark.databricks.delta.snapshotPartitions=2 pyspark-shell"}
+def small_session_env() -> dict[str, str]:
+    """The environment of a command whose session should be as small as the tests' own (the data
+    is tiny: Spark's 200 shuffle partitions would cost more than the work)."""
+    return short_jvm_env("spark.sql.shuffle.partitions=2", "spark.databricks.delta.snapshotPartitions=2")
 
 
 def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
@@ -180,7 +181,7 @@ def pytest_sessionstart(session):
         return
     warm_up = (f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); from conftest import session_builder; "
                f"session_builder('local[1]', kafka={KAFKA_SOURCE}).getOrCreate().stop()")
-    done = subprocess.run([sys.executable, "-c", warm_up], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", warm_up], capture_output=True, text=True, env=short_jvm_env())
     if done.returncode:
         raise RuntimeError(f"resolving the test sessions' Maven packages failed:\n{done.stderr[-5000:]}")
 
@@ -574,14 +575,13 @@ class LogWatch:
 
 
 def run_python(code: str, *, timeout: float = 180, env: dict | None = None):
-    """Runs ``code`` in a fresh interpreter (this one's, same environment); returns the
-    CompletedProcess with text stdout/stderr."""
-    import subprocess
+    """Runs ``code`` in a fresh interpreter (this one's, in this environment with ``env`` added, its
+    JVMs short-lived: :func:`_cluster.short_jvm_env`); returns the CompletedProcess with text
+    stdout/stderr."""
     import textwrap
     from _cluster import dies_with_parent
-    full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, preexec_fn=dies_with_parent())
+                          timeout=timeout, env=short_jvm_env(**(env or {})), preexec_fn=dies_with_parent())
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ same truth through the JVM.
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 import sys
@@ -19,8 +18,8 @@ from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, S
 
 import spark_replicate
 from _cluster import dies_with_parent
-from conftest import (DELTA, SMALL_SESSION, TESTS_DIR, assert_same_rows, collect_plain, evolving_tables, read_table,
-                      run_python, source_row, spark_conf, table_def)
+from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolving_tables, read_table, run_python,
+                      small_session_env, source_row, spark_conf, table_def)
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
 from spark_replicate._jar import ReplicateSetupError
 from spark_replicate.apply import ApplyResult, _apply_batch
@@ -312,7 +311,7 @@ def test_the_apply_command(zone, tmp_path):
     command = [sys.executable, "-m", "spark_replicate.cli", "apply", str(zone.topics["hr"]), "--target", str(tmp_path),
                "--schema-topic", str(zone.schema_topic), "--master", "local[2]"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                           env={**os.environ, **SMALL_SESSION}, preexec_fn=dies_with_parent())
+                           env=small_session_env(), preexec_fn=dies_with_parent())
     assert first.returncode == 0, first.stderr[-3000:]
     lines = first.stdout.splitlines()
     assert lines[0].startswith(f"HR.DEPARTMENTS: batch 1: {len(zone.final_state('HR.DEPARTMENTS'))} inserted, 0 updated")

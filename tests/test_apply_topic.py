@@ -15,7 +15,6 @@ SIGTERM; ``apply_topic(transactional=True, continuous=True)`` is checked after e
 from __future__ import annotations
 
 import functools
-import os
 import random
 import re
 import signal
@@ -30,7 +29,7 @@ from pyspark.errors import AnalysisException
 
 import spark_replicate
 from _cluster import dies_with_parent
-from conftest import DELTA, SMALL_SESSION, LogWatch, assert_same_rows, collect_plain, source_row
+from conftest import DELTA, LogWatch, assert_same_rows, collect_plain, small_session_env, source_row
 from spark_replicate import topic
 from spark_replicate.generate import default_tables, generate_landing_zone
 
@@ -149,7 +148,7 @@ def test_every_batch_shows_whole_transactions_and_the_last_the_source_tables(spa
             applied = topic._apply_table
 
             def die_after_the_first_table(changes, target, name, scd_type):
-                result = applied(changes, target, name, scd_type)
+                applied(changes, target, name, scd_type)
                 raise RuntimeError("the process dies")
             monkeypatch.setattr(topic, "_apply_table", die_after_the_first_table)
             with pytest.raises(RuntimeError, match="the process dies"):
@@ -213,7 +212,7 @@ def test_continuous_apply_follows_the_landing_until_sigterm(spark, zone, tmp_pat
             "--interval", "1"]
     with open(log, "wb") as out:
         running = subprocess.Popen([sys.executable, "-c", textwrap.dedent(APPLY.format(args=args))], stdout=out,
-                                   stderr=subprocess.STDOUT, env={**os.environ, **SMALL_SESSION}, start_new_session=True,
+                                   stderr=subprocess.STDOUT, env=small_session_env(), start_new_session=True,
                                    preexec_fn=dies_with_parent())
 
     def stopped() -> str | None:

@@ -5,7 +5,6 @@ landed one message per file so that files can be held back and "land" later."""
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import signal
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import spark_replicate
-from _cluster import dies_with_parent
+from _cluster import dies_with_parent, short_jvm_env
 from _streams import Landing, checkpoint_batches, kill_when
 from conftest import (LogWatch, assert_same_rows, collect_plain, error_text, evolving_tables, expected_rows,
                       run_python)
@@ -162,8 +161,7 @@ def export_process(args: list[str], log: Path) -> subprocess.Popen:
     """The installed command in a process group of its own, so that SIGKILL takes its JVM with it."""
     with open(log, "wb") as out:
         return subprocess.Popen([sys.executable, "-c", textwrap.dedent(EXPORT.format(args=args))], stdout=out,
-                                stderr=subprocess.STDOUT, env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-                                start_new_session=True, preexec_fn=dies_with_parent())
+                                stderr=subprocess.STDOUT, env=short_jvm_env(), start_new_session=True, preexec_fn=dies_with_parent())
 
 
 def batch_in_flight(checkpoints: Path) -> bool:

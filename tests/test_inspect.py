@@ -18,6 +18,7 @@ import fastavro
 import pytest
 
 import spark_replicate
+from _cluster import short_jvm_env
 from spark_replicate.generate import (AlterColumn, ColumnDef as C, DropColumn, TableDef, data_schema, default_tables,
                                       encode_envelope, generate_landing_zone)
 from spark_replicate.inspection import _mask_bits, render
@@ -178,7 +179,7 @@ def test_cli_prints_json_on_stdout_and_progress_on_stderr(zone):
     done = subprocess.run([sys.executable, "-m", "spark_replicate.cli", "inspect", str(zone.root / "hr"),
                            "--schema-topic", str(zone.schema_topic), "--json", "--master", "local[1]",
                            "--option", "framing=length-prefixed", "--option", "table=HR.EMPLOYEES"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=short_jvm_env())
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert [t["table"] for t in report["tables"]] == ["HR.EMPLOYEES"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from _cluster import dies_with_parent
+from _cluster import dies_with_parent, short_jvm_env
 from _kafka import PREFIX, fingerprint, kafka_read
 from conftest import SOURCE
 
@@ -120,7 +120,7 @@ def test_a_driver_killed_mid_batch_and_restarted(spark, kafka_zone, kafka_bootst
         return subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(STREAMING_DRIVER), kafka_bootstrap, PREFIX + TOPIC,
              PREFIX + "_schema", TABLE, str(sink), str(checkpoint)],
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable}, stdout=subprocess.DEVNULL,
+            env=short_jvm_env(), stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, start_new_session=True, preexec_fn=dies_with_parent())
 
     def batches(kind: str) -> set[str]:

@@ -18,7 +18,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, functions as F
 
-from _cluster import dies_with_parent
+from _cluster import dies_with_parent, short_jvm_env
 from _streams import Landing, as_json, batch, checkpoint_batches, evolving_table, kill_when, rows, stream
 from conftest import spark_conf
 from spark_replicate.generate import LandingZone, generate_landing_zone
@@ -242,7 +242,7 @@ def crash_driver(tmp_path: Path, landing: Landing, log: str) -> subprocess.Popen
                                checkpoint=str(tmp_path / "checkpoint"))
     with open(tmp_path / log, "wb") as out:
         return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYSPARK_PYTHON": sys.executable}, start_new_session=True,
+                                env=short_jvm_env(), start_new_session=True,
                                 preexec_fn=dies_with_parent())
 
 
