@@ -28,7 +28,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
                                IntegerType, LongType, StringType, TimestampType)
 
 import spark_replicate
-from _cluster import short_jvm_env
+from _cluster import SHORT_JVM_OPTIONS, short_jvm_env
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
 from spark_replicate.kafka_connector import kafka_settings
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
@@ -186,13 +186,22 @@ def pytest_sessionstart(session):
         raise RuntimeError(f"resolving the test sessions' Maven packages failed:\n{done.stderr[-5000:]}")
 
 
+# Fewer tests than this in a run: its session's JVM is short-lived (SHORT_JVM_OPTIONS).
+FEW_TESTS = 200
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory, request):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     kafka = _runs_kafka_tests(request)
     # The catalog's warehouse (SQL tests create tables) goes to a temporary folder, not the cwd.
-    session = (session_builder("local[2]", kafka=kafka)
-               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse"))).getOrCreate())
+    builder = session_builder("local[2]", kafka=kafka).config("spark.sql.warehouse.dir",
+                                                              str(tmp_path_factory.mktemp("warehouse")))
+    # A run of few tests (`make smoke`, a file) is mostly its session's start and first queries,
+    # short-lived work; a whole run's sessions run hundreds of jobs each, where C2 pays off.
+    if len(request.session.items) < FEW_TESTS:
+        builder = builder.config("spark.driver.extraJavaOptions", SHORT_JVM_OPTIONS)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
