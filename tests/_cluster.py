@@ -43,9 +43,18 @@ def short_jvm_env(*confs: str, **variables: str) -> dict[str, str]:
     (and a cluster its executors) with :data:`SHORT_JVM_OPTIONS` and the ``key=value`` settings
     ``confs``; ``variables`` are set too."""
     settings = [f"spark.executor.extraJavaOptions={SHORT_JVM_OPTIONS}", *confs]
-    submit = ["--driver-java-options", SHORT_JVM_OPTIONS, *(a for c in settings for a in ("--conf", c)), "pyspark-shell"]
+    submit = ["--driver-java-options", SHORT_JVM_OPTIONS, *(arg for conf in settings for arg in ("--conf", conf)),
+              "pyspark-shell"]
     return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_SUBMIT_ARGS": shlex.join(submit),
             "SPARK_DAEMON_JAVA_OPTS": SHORT_JVM_OPTIONS, **variables}
+
+
+def python_group(code: str, *args: str, env: dict[str, str] | None = None, **streams) -> subprocess.Popen:
+    """``code`` (dedented) run with ``args`` by this interpreter in a process group of its own, so
+    that SIGKILL to the group takes its JVM with it; in ``env`` (default: :func:`short_jvm_env`);
+    ``streams`` are Popen's ``stdout`` and ``stderr``."""
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=env or short_jvm_env(),
+                            start_new_session=True, preexec_fn=dies_with_parent(), **streams)
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
@@ -185,7 +194,8 @@ def standalone_cluster(workdir: Path, *, workers: int = 1, cores: int = 2, memor
     conf_dir = workdir / "conf"
     conf_dir.mkdir(parents=True)
     env = short_jvm_env(SPARK_HOME=str(SPARK_HOME), SPARK_CONF_DIR=str(conf_dir), SPARK_LOCAL_IP="127.0.0.1",
-                        SPARK_LOCAL_DIRS=str(workdir), SPARK_LOG_DIR=str(workdir), SPARK_WORKER_DIR=str(workdir / "work"))
+                        SPARK_LOCAL_DIRS=str(workdir), SPARK_LOG_DIR=str(workdir),
+                        SPARK_WORKER_DIR=str(workdir / "work"))
     port, web_port = free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
     daemons: list[Daemon] = []

@@ -19,8 +19,6 @@ import random
 import re
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -28,7 +26,7 @@ import pytest
 from pyspark.errors import AnalysisException
 
 import spark_replicate
-from _cluster import dies_with_parent
+from _cluster import python_group
 from conftest import DELTA, LogWatch, assert_same_rows, collect_plain, small_session_env, source_row
 from spark_replicate import topic
 from spark_replicate.generate import default_tables, generate_landing_zone
@@ -211,9 +209,7 @@ def test_continuous_apply_follows_the_landing_until_sigterm(spark, zone, tmp_pat
     args = [str(landing), "--target", str(target), "--schema-topic", str(zone.schema_topic), "--continuous",
             "--interval", "1"]
     with open(log, "wb") as out:
-        running = subprocess.Popen([sys.executable, "-c", textwrap.dedent(APPLY.format(args=args))], stdout=out,
-                                   stderr=subprocess.STDOUT, env=small_session_env(), start_new_session=True,
-                                   preexec_fn=dies_with_parent())
+        running = python_group(APPLY.format(args=args), env=small_session_env(), stdout=out, stderr=subprocess.STDOUT)
 
     def stopped() -> str | None:
         return None if running.poll() is None else log.read_text()[-4000:]

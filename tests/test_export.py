@@ -9,15 +9,13 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 import spark_replicate
-from _cluster import dies_with_parent, short_jvm_env
+from _cluster import python_group
 from _streams import Landing, checkpoint_batches, kill_when
 from conftest import (LogWatch, assert_same_rows, collect_plain, error_text, evolving_tables, expected_rows,
                       run_python)
@@ -160,8 +158,7 @@ EXPORT = """
 def export_process(args: list[str], log: Path) -> subprocess.Popen:
     """The installed command in a process group of its own, so that SIGKILL takes its JVM with it."""
     with open(log, "wb") as out:
-        return subprocess.Popen([sys.executable, "-c", textwrap.dedent(EXPORT.format(args=args))], stdout=out,
-                                stderr=subprocess.STDOUT, env=short_jvm_env(), start_new_session=True, preexec_fn=dies_with_parent())
+        return python_group(EXPORT.format(args=args), stdout=out, stderr=subprocess.STDOUT)
 
 
 def batch_in_flight(checkpoints: Path) -> bool:

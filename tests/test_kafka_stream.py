@@ -8,15 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from _cluster import dies_with_parent, short_jvm_env
+from _cluster import python_group
 from _kafka import PREFIX, fingerprint, kafka_read
 from conftest import SOURCE
 
@@ -117,11 +115,8 @@ def test_a_driver_killed_mid_batch_and_restarted(spark, kafka_zone, kafka_bootst
     sink, checkpoint = tmp_path / "sink", tmp_path / "checkpoint"
 
     def driver() -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(STREAMING_DRIVER), kafka_bootstrap, PREFIX + TOPIC,
-             PREFIX + "_schema", TABLE, str(sink), str(checkpoint)],
-            env=short_jvm_env(), stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=dies_with_parent())
+        return python_group(STREAMING_DRIVER, kafka_bootstrap, PREFIX + TOPIC, PREFIX + "_schema", TABLE, str(sink),
+                            str(checkpoint), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def batches(kind: str) -> set[str]:
         folder = checkpoint / kind

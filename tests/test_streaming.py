@@ -8,8 +8,6 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import sys
-import textwrap
 import time
 from collections import Counter
 from pathlib import Path
@@ -18,7 +16,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, functions as F
 
-from _cluster import dies_with_parent, short_jvm_env
+from _cluster import python_group
 from _streams import Landing, as_json, batch, checkpoint_batches, evolving_table, kill_when, rows, stream
 from conftest import spark_conf
 from spark_replicate.generate import LandingZone, generate_landing_zone
@@ -241,9 +239,7 @@ def crash_driver(tmp_path: Path, landing: Landing, log: str) -> subprocess.Popen
     code = CRASH_DRIVER.format(landing=str(landing.root), sink=str(tmp_path / "sink"),
                                checkpoint=str(tmp_path / "checkpoint"))
     with open(tmp_path / log, "wb") as out:
-        return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=out, stderr=subprocess.STDOUT,
-                                env=short_jvm_env(), start_new_session=True,
-                                preexec_fn=dies_with_parent())
+        return python_group(code, stdout=out, stderr=subprocess.STDOUT)
 
 
 @pytest.mark.slow
