@@ -30,8 +30,8 @@ from pyspark.sql import DataFrame, Row, SparkSession, functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
-                                 change_events, event_order, quote, quoted, replay, slot, sql_names, sql_string,
-                                 table_layout)
+                                 change_events, quote, quoted, replay, replay_last, slot, sql_names, sql_string,
+                                 table_layout, windows)
 from spark_replicate.session import jit_sized_methods
 
 __all__ = ["apply_changes", "ApplyResult"]
@@ -219,15 +219,24 @@ class _State:
             .where(f"{_KEY_SEQUENCE} IS NULL OR coalesce({SEQUENCE}, '') > {_KEY_SEQUENCE}")
             .drop(_KEY_SEQUENCE, _DELETED))
         baseline = self._baseline(fresh, events)
-        replayed = replay(fresh if baseline is None else fresh.unionByName(baseline), layout)
-        # Windows over the replay's own order (or its keys alone) reuse its sort.
-        per_key = f"PARTITION BY {sql_names(layout.keys)}"
-        staged = replayed.selectExpr(
-            "*", f"min({RANK}) OVER ({per_key}) = 0 AS {_EXISTED}",
-            f"coalesce(lag({OPERATION}) OVER ({event_order(layout)}) != '{DELETE}', false) AS {_LIVE_BEFORE}",
-            f"count_if({RANK} = 1 AND NOT {DERIVED}) OVER ({per_key}) AS {_APPLIED_CHANGES}")
-        # A current-state target takes only each key's last event: the others need not be written.
-        staged = staged.where(LAST) if self.scd_type == 1 else staged
+        with_baseline = fresh if baseline is None else fresh.unionByName(baseline)
+        over = windows(layout)
+        if self.scd_type == 1:
+            # A current-state target takes each key's last event only. Its changes applied are its
+            # distinct events less the baseline and the DELETEs of moved rows' old keys; the
+            # minimum and the count, at the last event, are over all of them.
+            existed = f"min({RANK}) OVER ({over.so_far}) = 0"
+            moved_away = f"CASE WHEN {DERIVED} THEN named_struct('s', {SEQUENCE}) END"
+            applied = (f"dense_rank() OVER ({over.order}) - IF({existed}, 1, 0)"
+                       f" - size(collect_set({moved_away}) OVER ({over.every_event}))")
+            staged = replay_last(with_baseline, layout, f"{existed} AS {_EXISTED}", f"{applied} AS {_APPLIED_CHANGES}")
+        else:
+            # Windows over the replay's own order (or its keys alone) reuse its sort.
+            per_key = f"PARTITION BY {sql_names(layout.keys)}"
+            staged = replay(with_baseline, layout).selectExpr(
+                "*", f"min({RANK}) OVER ({per_key}) = 0 AS {_EXISTED}",
+                f"coalesce(lag({OPERATION}) OVER ({over.order}) != '{DELETE}', false) AS {_LIVE_BEFORE}",
+                f"count_if({RANK} = 1 AND NOT {DERIVED}) OVER ({per_key}) AS {_APPLIED_CHANGES}")
         # Plain Parquet, not Delta: staged rows are read whole, and only until the next batch
         # overwrites them, so a Delta table's snapshot (a state reconstruction of about a second per
         # version) and statistics would only cost time. A run that dies while writing them has not

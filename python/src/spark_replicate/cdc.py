@@ -44,16 +44,16 @@ class Layout(NamedTuple):
 def latest_state(changes: DataFrame, keys: list[str] | None = None) -> DataFrame:
     """The table after ``changes``: one row per live key, the table's columns only."""
     layout = table_layout(changes, keys)
-    events = replay(change_events(changes, layout), layout)
-    return events.where(F.col(LAST) & (F.col(OPERATION) != DELETE)).select(*map(quoted, layout.columns))
+    events = replay_last(change_events(changes, layout), layout)
+    return events.where(F.col(OPERATION) != DELETE).select(*map(quoted, layout.columns))
 
 
 def history(changes: DataFrame, keys: list[str] | None = None) -> DataFrame:
     """One row per version of each key: the table's columns, ``__START_AT`` and ``__END_AT``."""
     layout = table_layout(changes, keys)
     events = replay(change_events(changes, layout), layout)
-    return events.where(F.col(OPERATION) != DELETE).select(*map(quoted, layout.columns), F.col(SEQUENCE).alias(START_AT),
-                                                           END_AT)
+    return events.where(F.col(OPERATION) != DELETE).select(*map(quoted, layout.columns),
+                                                           F.col(SEQUENCE).alias(START_AT), END_AT)
 
 
 def quoted(name: str) -> Column:
@@ -125,6 +125,21 @@ def event_order(layout: Layout) -> str:
             f"ORDER BY {RANK}, {SEQUENCE} ASC NULLS FIRST, {OPERATION}, {DERIVED}")
 
 
+class Windows(NamedTuple):
+    """The windows over each key's events, as SQL: in :func:`event_order`, up to the current
+    event, and over all of them."""
+
+    order: str
+    so_far: str
+    every_event: str
+
+
+def windows(layout: Layout) -> Windows:
+    order = event_order(layout)
+    return Windows(order, f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+                   f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING")
+
+
 def replay(events: DataFrame, layout: Layout) -> DataFrame:
     """Every event of every key once, with all the table's columns as they stand after it, its
     change sequence, ``__END_AT`` (the next event's) and whether it is the key's ``LAST``, in
@@ -133,14 +148,27 @@ def replay(events: DataFrame, layout: Layout) -> DataFrame:
     landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
     repeats here, in the window's own sort, spares a shuffle and a sort of the whole input."""
     order = event_order(layout)
-    so_far = f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     repeated = " AND ".join(f"lead({c}) OVER ({order}) <=> {c}" for c in (RANK, SEQUENCE, OPERATION, DERIVED))
+    return _replayed(events, layout, f"lead({SEQUENCE}) OVER ({order}) AS {END_AT}", f"{repeated} AS {REPEATED}"
+                     ).where(f"NOT {REPEATED}").drop(REPEATED)
+
+
+def replay_last(events: DataFrame, layout: Layout, *more: str) -> DataFrame:
+    """Each key's last event as :func:`replay` gives it (its repeats need not be dropped: they set
+    the same values), with ``more`` (SQL over the :func:`windows`). What a current state needs,
+    in one window operator: each one Spark plans apart copies every event once more, and staging
+    500,000 events of 30 columns through three took 1.7x as long."""
+    return _replayed(events, layout, *more).where(LAST)
+
+
+def _replayed(events: DataFrame, layout: Layout, *more: str) -> DataFrame:
+    """Every event with the keys, operation, ``RANK``, ``DERIVED``, the table's columns as they
+    stand after it, change sequence, ``LAST`` and ``more``: windows of one order, so one operator."""
+    over = windows(layout)
     return events.selectExpr(
         *map(quote, layout.keys), OPERATION, RANK, DERIVED,
-        *(f"(last({slot(i)}, true) OVER ({so_far})).v AS {quote(c)}" for i, c in enumerate(layout.values)),
-        SEQUENCE, f"lead({SEQUENCE}) OVER ({order}) AS {END_AT}", f"lead(false, 1, true) OVER ({order}) AS {LAST}",
-        f"{repeated} AS {REPEATED}"
-    ).where(f"NOT {REPEATED}").drop(REPEATED)
+        *(f"(last({slot(i)}, true) OVER ({over.so_far})).v AS {quote(c)}" for i, c in enumerate(layout.values)),
+        SEQUENCE, f"lead(false, 1, true) OVER ({over.order}) AS {LAST}", *more)
 
 
 def sql_names(columns: list[str]) -> str:

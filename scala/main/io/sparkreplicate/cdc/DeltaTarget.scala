@@ -179,20 +179,28 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     val fresh = if (log.isEmpty) events else events.join(readKeys, layout.keys, "left")
       .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
       .drop(KeySequence, Deleted)
-    // Windows over the replay's own order (or its keys alone) reuse its sort.
-    val perKey = Window.partitionBy(layout.keys.map(quoted): _*)
-    val replayed = replay(baseline(fresh, events).fold(fresh)(fresh.unionByName(_)), layout)
-      .select(col("*"), (min(col(Rank)).over(perKey) === 0).as(Existed),
+    val withBaseline = baseline(fresh, events).fold(fresh)(fresh.unionByName(_))
+    val staged = if (scdType == 1) {
+      // A current-state target takes each key's last event only. Its changes applied are its
+      // distinct events less the baseline and the DELETEs of moved rows' old keys; the minimum
+      // and the count, at the last event, are over all of them.
+      val existed = min(col(Rank)).over(soFar(layout)) === 0
+      val movedAway = when(col(Derived), struct(col(ChangeSeq).as("s")))
+      replayLast(withBaseline, layout, existed.as(Existed), (dense_rank().over(eventOrder(layout)) -
+        when(existed, 1).otherwise(0) - size(collect_set(movedAway).over(everyEvent(layout)))).as(AppliedChanges))
+    } else {
+      // Windows over the replay's own order (or its keys alone) reuse its sort.
+      val perKey = Window.partitionBy(layout.keys.map(quoted): _*)
+      replay(withBaseline, layout).select(col("*"), (min(col(Rank)).over(perKey) === 0).as(Existed),
         coalesce(lag(col(Operation), 1).over(eventOrder(layout)) =!= Delete, lit(false)).as(LiveBefore),
         count_if(col(Rank) === 1 && !col(Derived)).over(perKey).as(AppliedChanges))
-    // A current-state target takes only each key's last event: the others need not be written.
+    }
     // Plain Parquet, not Delta: staged rows are read whole, and only until the next batch
     // overwrites them, so a Delta table's snapshot (a state reconstruction of about a second per
     // version) and statistics would only cost time. A run that dies while writing them has not
     // logged the batch staged, so the next run stages it again; once logged, nothing rewrites them
     // before the batch is logged applied.
-    (if (scdType == 1) replayed.where(col(Last)) else replayed).withColumnRenamed(ChangeSeq, StartAt)
-      .write.mode("overwrite").parquet(stagedPath)
+    staged.withColumnRenamed(ChangeSeq, StartAt).write.mode("overwrite").parquet(stagedPath)
     val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     appendLog(entry)
