@@ -108,6 +108,22 @@ def test_five_batches_in_commit_order_then_all_again(spark, zone, tmp_path):
 
 
 @needs_delta
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+def test_a_batch_holding_each_change_twice_applies_it_once_and_ignores_each_repeat(spark, zone, tmp_path,
+                                                                                    implementation):
+    """Repeats sort beside their change in one window: the count of changes applied must leave out
+    the repeats, the target's own row and the DELETEs of moved rows' old keys (not input rows)."""
+    table, target = "HR.EMPLOYEES", tmp_path / "employees"
+    first, second = in_commit_order(read_table(spark, zone, table), 2)
+    keys = table_layout(second, None).keys
+    moved = " OR ".join(f"NOT (header__before_image.`{k}` <=> `{k}`)" for k in keys)
+    assert second.where(f"header__operation = 'UPDATE' AND ({moved})").count() > 0
+    apply(implementation, first, target)
+    result = apply(implementation, second.unionByName(second), target)
+    assert result.ignored == second.count() and result.updated > 0 and result.deleted > 0
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+@needs_delta
 @pytest.mark.slow
 def test_files_shuffled_and_some_delivered_twice(spark, zone, tmp_path):
     """One batch per landed file, in a random order, one file twice: a key's changes are in its

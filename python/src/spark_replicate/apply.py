@@ -11,13 +11,13 @@ target's own columns cannot show:
 - ``batches`` (Delta): a row when a batch is staged and one when it is applied, with its counts.
 
 A batch is (1) staged: the input's changes newer than their key's last applied one, replayed
-(:func:`spark_replicate.cdc.replay`) after the row the target holds for the key, written to
-``staged`` and logged; (2) merged from ``staged`` into the target, then into ``keys`` (inserted
-into a table that holds no file); (3) logged applied. Both steps are idempotent (merging the same
-staged rows again leaves the table as it was), and every call first finishes a batch that was
-staged but never logged applied (a run that died), from ``staged`` as it was, so a crash anywhere
-followed by a rerun leaves the table a clean run leaves. Uses only the DataFrame API and SQL, so
-it runs on Spark Connect too (with Delta on the server).
+(:func:`spark_replicate.cdc.replay`; type 1: :func:`~spark_replicate.cdc.replay_last`) after the
+row the target holds for the key, written to ``staged`` and logged; (2) merged from ``staged``
+into the target, then into ``keys`` (inserted into a table that holds no file); (3) logged applied.
+Both steps are idempotent (merging the same staged rows again leaves the table as it was), and
+every call first finishes a batch that was staged but never logged applied (a run that died), from
+``staged`` as it was, so a crash anywhere followed by a rerun leaves the table a clean run leaves.
+Uses only the DataFrame API and SQL, so it runs on Spark Connect too (with Delta on the server).
 """
 
 from __future__ import annotations
