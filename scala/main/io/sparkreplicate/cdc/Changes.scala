@@ -203,8 +203,9 @@ object Changes {
    * after it, change sequence, `Last` and `more`: windows of one order, so one operator.
    */
   private def replayed(events: DataFrame, layout: Layout, more: Column*): DataFrame = {
+    val upToEach = soFar(layout)
     val values = layout.values.zipWithIndex.map { case (c, i) =>
-      last(col(slot(i)), ignoreNulls = true).over(soFar(layout)).getField("v").as(c)
+      last(col(slot(i)), ignoreNulls = true).over(upToEach).getField("v").as(c)
     }
     events.select(layout.keys.map(quoted) ++ Seq(col(Operation), col(Rank), col(Derived)) ++ values ++
       Seq(col(ChangeSeq), lead(lit(false), 1, true).over(eventOrder(layout)).as(Last)) ++ more: _*)
