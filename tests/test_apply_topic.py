@@ -231,11 +231,12 @@ def test_continuous_apply_follows_the_landing_until_sigterm(spark, zone, tmp_pat
 def test_continuous_transactional_apply_shows_whole_transactions_after_every_cycle(spark, zone, tmp_path):
     """Between cycles (each reports once it applied), every table is the source as of the last
     commit before the oldest transaction not wholly landed; then the next batch lands. The
-    first cycle holds rows that the second batch completes."""
+    first cycle holds rows that the second batch completes. Cycles that land nothing apply nothing."""
     landing, target = tmp_path / "landed" / "hr", tmp_path / "lake"
     batches = landing_batches(zone, 2, seed=5)
     landed: set = set()
     held, checked = [], []
+    began = []  # per cycle begun: how many batches were checked by then
 
     def land_next() -> None:
         batch = batches[len(checked)]
@@ -243,8 +244,11 @@ def test_continuous_transactional_apply_shows_whole_transactions_after_every_cyc
         landed.update(id(m) for m in batch)
 
     def after_cycle(line: str) -> None:
+        if re.match(r"holding the new rows of \S+ \(1 of", line):
+            began.append(len(checked))
         if not line.startswith("applied the whole transactions held"):
             return
+        assert len(checked) < len(batches), f"a cycle that landed nothing applied: {line}"
         commit = last_whole_commit(zone, landed)
         for table in TABLES:
             assert_same_rows(delta_rows(spark, target / table), state_at(zone, table, commit))
@@ -254,9 +258,11 @@ def test_continuous_transactional_apply_shows_whole_transactions_after_every_cyc
             land_next()
 
     land_next()
+    # Two cycles begun after the last check: the first of them landed nothing, and ended.
     results = topic.apply_continuously(spark, str(landing), str(target), str(zone.schema_topic), 1, True, 0.5, {},
-                                       progress=after_cycle, should_stop=lambda: len(checked) == len(batches))
+                                       progress=after_cycle, should_stop=lambda: began.count(len(batches)) == 2)
     assert len(checked) == len(batches) and held[-1] == 0 and all(held[:-1]), held
+    assert {table: result.batch for table, result in results.items()} == {table: len(batches) for table in TABLES}
     for table in TABLES:
         assert_same_rows(delta_rows(spark, target / table), truth(zone, table))
     assert {table: result.held for table, result in results.items()} == {table: 0 for table in TABLES}

@@ -173,9 +173,13 @@ class _State:
             raise ValueError(f"target {target!r} is a relative path: pass an absolute path or a URI "
                              "(file:/..., s3a://...), or a table name")
         self.target = _path_name(target) if self._target_path else target
+        # Whether a table may hold files (False: certainly none, so an INSERT can stand for a MERGE
+        # and the target has no baseline), as DESCRIBE DETAIL told: each costs Delta a snapshot, so
+        # it is asked at most once per table and batch, and forgotten once the batch writes the table.
+        self._may_hold_files: dict[str, bool] = {}
         if not self._target_path:  # its location is needed first: created at once, if absent
             self._create_target(changes, target)
-        location = self._target_path or self._detail(self.target).location
+        location = self._target_path or self._described(self.target).location
         state = location.rstrip("/") + "/" + STATE_DIR
         self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
         self.keys, self.staged = _path_name(self._keys_path), _path_name(self._staged_path, "parquet")
@@ -188,6 +192,9 @@ class _State:
                 .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
             spark.createDataFrame([], _LOG_SCHEMA).write.format("delta").mode("ignore").save(self._batches_path)
             self.log = []
+        # Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
+        # are none; after one, they are merged, not described (a MERGE into no file is only slower).
+        self._may_hold_files[self.keys] = bool(self.log)
         self._check_kind(target)
         self._check_keys()
 
@@ -253,7 +260,7 @@ class _State:
         an event of ``RANK`` 0 that sets every column, in the changes' types; None when the target
         holds no file (a first load then spares the join's second pass over the changes; Delta's
         metadata tells it without a Spark job)."""
-        if self._detail(self.target).numFiles == 0:
+        if not self._may_hold(self.target):
             return None
         layout = self.layout
         rows = self._read(self._target_path) if self._target_path else self.spark.read.table(self.target)
@@ -331,7 +338,8 @@ class _State:
                     f"WHEN NOT MATCHED THEN INSERT *")
 
     def _write(self, table: str, insert: str, merge: str) -> None:
-        self._execute(insert if self._detail(table).numFiles == 0 else merge)
+        self._execute(merge if self._may_hold(table) else insert)
+        self._may_hold_files.pop(table, None)
 
     def _execute(self, statement: str) -> None:
         self.spark.sql(statement).collect()
@@ -381,8 +389,15 @@ class _State:
             raise ValueError(f"{self.target} was applied with the keys {', '.join(known)}, not "
                              f"{', '.join(self.layout.keys)}: pass keys={known!r}, or choose another target")
 
-    def _detail(self, table: str) -> Row:
-        return self.spark.sql(f"DESCRIBE DETAIL {table}").first()
+    def _may_hold(self, table: str) -> bool:
+        if table not in self._may_hold_files:
+            self._described(table)
+        return self._may_hold_files[table]
+
+    def _described(self, table: str) -> Row:
+        detail = self.spark.sql(f"DESCRIBE DETAIL {table}").first()
+        self._may_hold_files[table] = detail.numFiles > 0
+        return detail
 
 
 def _sql_value(value: int | str | None) -> str:

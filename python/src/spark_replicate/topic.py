@@ -125,21 +125,27 @@ def _apply_transactions_continuously(spark: SparkSession, path: Paths, target: s
     the last cycle to the rows it holds, once (a stream per table with ``Trigger.AvailableNow`` into
     its held Delta table, whose sink commits a micro-batch once however often it runs), then (2)
     applying the held rows of all tables as a transactional batch run applies what it reads. A
-    cycle that dies is finished by the next, as a batch run is: the held rows are durable."""
+    cycle that dies is finished by the next, as a batch run is: the held rows are durable. A cycle
+    that landed no row after one that applied skips (2): the held rows are what that one held, and
+    applying them again would only log an empty batch per table."""
     started: dict[str, int] = {}
     held: dict[str, int] = {}
+    settled = False  # whether the held rows are as the last cycle that applied left them
     try:
         while True:
             cycle = time.monotonic()
             landed = stream_tables(spark, path, target, _TableHold, schema_topic, options, False, interval_seconds,
                                    lambda line: None, progress, lambda: False)
-            pending = {r.table: rows for r in landed if (rows := _held_rows(spark, target, r.table)) is not None}
+            settled = settled and not any(r.rows for r in landed)
+            pending = {} if settled else {
+                r.table: rows for r in landed if (rows := _held_rows(spark, target, r.table)) is not None}
             for table in pending:
                 started.setdefault(table, applied_since(spark, f"{target}/{table}", 0).batch)
             if pending:
                 _check_transaction_headers(pending)
                 results = _apply_pending(spark, pending, target, scd_type)
                 held.update({table: result.held for table, result in results.items()})
+                settled = True
                 progress("applied the whole transactions held: " + ", ".join(
                     f"{table} ({result.held} row(s) still held)" for table, result in sorted(results.items())))
             while not should_stop() and time.monotonic() - cycle < interval_seconds:

@@ -49,23 +49,32 @@ private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[St
    * Every interval: each table's files landed since the last cycle appended once to its held rows
    * (a stream with `Trigger.AvailableNow` into the held Delta table, whose sink commits a
    * micro-batch once), then the held rows of all tables applied as a transactional batch run
-   * applies what it reads.
+   * applies what it reads. A cycle that landed no row after one that applied skips the apply: the
+   * held rows are what that one held, and applying them again would only log an empty batch per table.
    */
   def cycles(stopping: () => Boolean): Map[String, ApplyResult] = {
     val held = mutable.Map[String, Long]()
+    var settled = false // whether the held rows are as the last cycle that applied left them
     var stop = false
     while (!stop) {
       val cycle = System.nanoTime()
       val tables = TopicApply.tableNames(spark, paths, schemaTopic, options)
-      tables.foreach(table => new Supervised(table, () => stream(table).writeStream.format("delta")
-        .option("path", TopicApply.heldPath(root, table)).option("mergeSchema", "true")
-        .option("checkpointLocation", s"$root/${DeltaTarget.StateDir}/held-checkpoints/$table")
-        .trigger(Trigger.AvailableNow()).start()).awaitStopped())
-      val pending = tables.flatMap(table => heldRows(table).map(table -> _)).toMap
+      val landed = tables.map { table =>
+        val hold = new Supervised(table, () => stream(table).writeStream.format("delta")
+          .option("path", TopicApply.heldPath(root, table)).option("mergeSchema", "true")
+          .option("checkpointLocation", s"$root/${DeltaTarget.StateDir}/held-checkpoints/$table")
+          .trigger(Trigger.AvailableNow()).start())
+        hold.awaitStopped()
+        hold.readRows
+      }
+      settled = settled && !landed.contains(true)
+      val pending = if (settled) Map.empty[String, DataFrame]
+        else tables.flatMap(table => heldRows(table).map(table -> _)).toMap
       pending.keys.foreach(begin)
       if (pending.nonEmpty) {
         TopicApply.checkTransactionHeaders(pending)
         held ++= TopicApply.applyPending(pending, root, scdType).map { case (table, result) => table -> result.held }
+        settled = true
       }
       while (!stopping() && System.nanoTime() - cycle < intervalMs * 1000000L) Thread.sleep(math.min(200L, intervalMs))
       stop = stopping()
@@ -97,6 +106,10 @@ private[cdc] object ContinuousTopicApply {
   final class Supervised(table: String, start: () => StreamingQuery) {
     private var query = start()
     private var lastChange = ""
+    private var readBefore = false // by the queries before a restart
+
+    /** Whether the table's queries read a row. */
+    def readRows: Boolean = readBefore || query.recentProgress.exists(_.numInputRows > 0)
 
     def restartIfSchemaChanged(): Unit = if (!query.isActive) {
       val failure = query.exception.getOrElse(throw new IllegalStateException(s"$table: its query stopped"))
@@ -104,6 +117,7 @@ private[cdc] object ContinuousTopicApply {
         throw new IllegalStateException(s"$table: ${failure.getMessage}", failure)
       }
       lastChange = failure.getMessage
+      readBefore = readRows
       query = start()
     }
 

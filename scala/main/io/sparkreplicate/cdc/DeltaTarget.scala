@@ -1,5 +1,6 @@
 package io.sparkreplicate.cdc
 
+import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame, Row, SparkSession}
@@ -132,8 +133,14 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   require(targetPath.forall(path => path.startsWith("/") || path.takeWhile(_ != '/').contains(':')),
     s"target $name is a relative path: pass an absolute path or a URI (file:/..., s3a://...), or a table name")
   private val target = targetPath.map(pathName(_)).getOrElse(name)
+  /**
+   * Whether a table may hold files (false: certainly none, so an INSERT can stand for a MERGE and
+   * the target has no baseline), as DESCRIBE DETAIL told: each costs Delta a snapshot, so it is
+   * asked at most once per table and batch, and forgotten once the batch writes the table.
+   */
+  private val mayHoldFiles = mutable.Map.empty[String, Boolean]
   if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
-  private val state = targetPath.getOrElse(detail(target).getAs[String]("location")).stripSuffix("/") + "/" + StateDir
+  private val state = targetPath.getOrElse(described(target).getAs[String]("location")).stripSuffix("/") + "/" + StateDir
   private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
   private val (keys, staged) = (pathName(keysPath), pathName(stagedPath, "parquet"))
   /** The batches log; made last, so where it is, the target and the keys are. */
@@ -145,6 +152,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       spark.createDataFrame(Seq.empty[Row].asJava, LogSchema).write.format("delta").mode("ignore").save(batchesPath)
       Nil
   }
+  // Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
+  // are none; after one, they are merged, not described (a MERGE into no file is only slower).
+  mayHoldFiles(keys) = log.nonEmpty
   locally {
     val history = columnsOf(target).contains(StartAt)
     require(history == (scdType == 2), s"$name is ${if (history) "a history (SCD type 2)" else
@@ -214,7 +224,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * tells it without a Spark job).
    */
   private def baseline(fresh: DataFrame, events: DataFrame): Option[DataFrame] =
-    Option.when(detail(target).getAs[Long]("numFiles") > 0) {
+    Option.when(mayHold(target)) {
       val all = targetPath.fold(spark.read.table(name))(read)
       val (rows, sequence) = if (scdType == 1) (all, lit(null).cast(StringType))
         else (all.where(col(EndAt).isNull), col(StartAt))
@@ -286,8 +296,10 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
         "WHEN NOT MATCHED THEN INSERT *")
   }
 
-  private def write(table: String, insert: String, merge: String): Unit =
-    spark.sql(if (detail(table).getAs[Long]("numFiles") == 0) insert else merge).collect()
+  private def write(table: String, insert: String, merge: String): Unit = {
+    spark.sql(if (mayHold(table)) merge else insert).collect()
+    mayHoldFiles.remove(table)
+  }
 
   /** Columns the source added since the target was created (a dropped one stays). */
   private def addNewColumns(): Unit = {
@@ -315,5 +327,14 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
 
   private def columnsOf(table: String): Seq[String] = spark.sql(s"SELECT * FROM $table LIMIT 0").columns.toSeq
 
-  private def detail(table: String): Row = spark.sql(s"DESCRIBE DETAIL $table").head()
+  private def mayHold(table: String): Boolean = mayHoldFiles.getOrElse(table, {
+    described(table)
+    mayHoldFiles(table)
+  })
+
+  private def described(table: String): Row = {
+    val detail = spark.sql(s"DESCRIBE DETAIL $table").head()
+    mayHoldFiles(table) = detail.getAs[Long]("numFiles") > 0
+    detail
+  }
 }
