@@ -123,6 +123,7 @@ def test_a_batch_holding_each_change_twice_applies_it_once_and_ignores_each_repe
     assert result.ignored == second.count() and result.updated > 0 and result.deleted > 0
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
 
+
 @needs_delta
 @pytest.mark.slow
 def test_files_shuffled_and_some_delivered_twice(spark, zone, tmp_path):
