@@ -75,7 +75,7 @@ smoke: $(WHEEL)
 	$(SMOKE_PY) $(PYTEST) -m smoke tests
 
 # The virtual environments of every other minor, without running anything: `.ci/run` builds them
-# (downloads, mostly) while `make test` runs.
+# (downloads, mostly) after `make test`, three at a time.
 smoke-venvs: $(OTHER_PYSPARKS:%=.venv-pyspark-%/installed)
 
 smoke-all:

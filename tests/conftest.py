@@ -31,6 +31,7 @@ import spark_replicate
 from _cluster import SHORT_JVM_OPTIONS, short_jvm_env
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
 from spark_replicate.kafka_connector import kafka_settings
+from spark_replicate.session import CODEGEN_CACHE, CODEGEN_CACHE_ENTRIES
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
                                       expected_value, generate_landing_zone, mask_ordinals)
 
@@ -235,7 +236,8 @@ def connect_url(tmp_path_factory, request):
     from _connect import connect_server
     conf = {"spark.jars.packages": delta_package(pyspark.__version__), "spark.sql.extensions": DELTA_EXTENSION,
             "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
-            "spark.databricks.delta.snapshotPartitions": "2"} if DELTA else {}
+            "spark.databricks.delta.snapshotPartitions": "2",
+            CODEGEN_CACHE: str(CODEGEN_CACHE_ENTRIES)} if DELTA else {}
     if _runs_kafka_tests(request):
         conf.update(kafka_settings(pyspark.__version__, conf))
     with connect_server(tmp_path_factory.mktemp("connect-server"), jars=[str(spark_replicate.jar_path())],

@@ -19,8 +19,8 @@ from pyspark.sql import SparkSession
 import spark_replicate
 from conftest import TESTS_DIR, run_python
 from spark_replicate._jar import SUPPORTED_SPARK_MINORS, check_spark_version
-from spark_replicate.session import (DELTA_SNAPSHOT_PARTITIONS, HUGE_METHOD_LIMIT, JIT_METHOD_LIMIT, jit_sized_methods,
-                                    local_cores)
+from spark_replicate.session import (CODEGEN_CACHE, DELTA_SNAPSHOT_PARTITIONS, HUGE_METHOD_LIMIT, JIT_METHOD_LIMIT,
+                                    jit_sized_methods, local_cores)
 
 PLAIN_SESSION = """
     import spark_replicate
@@ -220,22 +220,25 @@ def test_kafka_settings_refuse_to_replace_the_users_ivy_settings():
 
 def test_with_delta_a_local_master_replays_delta_logs_in_as_many_tasks_as_it_has_cores():
     """A builder's own value is kept, and a cluster's master, or none, is left to Delta's default
-    (in a process without a session, as a running one makes configure_spark return the builder as it is)."""
+    (in a process without a session, as a running one makes configure_spark return the builder as
+    it is). Room for 1000 plans' generated classes comes with Delta on any master, unless set."""
     result = run_python(f"""
         import spark_replicate
         from pyspark.sql import SparkSession
+        keys = ("{DELTA_SNAPSHOT_PARTITIONS}", "{CODEGEN_CACHE}")
         for name, builder in [("local3", SparkSession.builder.master("local[3]")),
-                              ("set", SparkSession.builder.master("local[3]").config("{DELTA_SNAPSHOT_PARTITIONS}", "7")),
+                              ("set", SparkSession.builder.master("local[3]").config("{DELTA_SNAPSHOT_PARTITIONS}", "7")
+                               .config("{CODEGEN_CACHE}", "50")),
                               ("cluster", SparkSession.builder.master("spark://127.0.0.1:7077")),
                               ("none", SparkSession.builder)]:
             options = spark_replicate.configure_spark(builder, delta=True)._options
-            print(name + "=" + options.get("{DELTA_SNAPSHOT_PARTITIONS}", "unset"))
-        print("nodelta=" + spark_replicate.configure_spark(SparkSession.builder.master("local[3]"))._options.get(
-            "{DELTA_SNAPSHOT_PARTITIONS}", "unset"))
+            print(name + "=" + ",".join(options.get(key, "unset") for key in keys))
+        options = spark_replicate.configure_spark(SparkSession.builder.master("local[3]"))._options
+        print("nodelta=" + ",".join(options.get(key, "unset") for key in keys))
     """)
     assert result.returncode == 0, result.stderr[-3000:]
     assert dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line) == {
-        "local3": "3", "set": "7", "cluster": "unset", "none": "unset", "nodelta": "unset"}
+        "local3": "3,1000", "set": "7,50", "cluster": "unset,1000", "none": "unset,1000", "nodelta": "unset,unset"}
 
 
 @pytest.mark.parametrize("master, cores", [("local", 1), ("local[2]", 2), ("local[4, 3]", 4), ("local[*]", os.cpu_count()),

@@ -27,6 +27,11 @@ HUGE_METHOD_LIMIT, JIT_METHOD_LIMIT = "spark.sql.codegen.hugeMethodLimit", 8000
 # sized for a cluster. On local[N] they queue on N cores, and every apply batch reads several new
 # versions: 400,000 changes applied in 52-56 s at 50, 42 s at 2 (local[2]).
 DELTA_SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
+# Spark keeps the classes it generated for this many plans, and compiles a plan it evicted again. An
+# apply batch alone runs about 200 distinct ones (its own and Delta's queries), so at the default of
+# 100 every batch compiled them all anew: six batches of 100 rows, applied a second time in one
+# session, compiled 732 plans again (6.4 s in Janino, then the JIT's share) at 100 and none at 1000.
+CODEGEN_CACHE, CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries", 1000
 
 
 def configure_spark(builder: SparkSession.Builder, kafka: bool = False, delta: bool = False) -> SparkSession.Builder:
@@ -41,8 +46,10 @@ def configure_spark(builder: SparkSession.Builder, kafka: bool = False, delta: b
     installed pyspark through ``spark.jars.packages``, which Spark resolves from Maven Central when
     the session starts: ``format("replicate")`` reads Kafka through it. With ``delta=True``, Delta
     Lake (the delta-spark jars built for the running Spark minor, its SQL extension and its
-    catalog), as ``apply_changes`` needs; on a ``local[N]`` master, also Delta's log replay in N
-    tasks instead of 50 (``spark.databricks.delta.snapshotPartitions``), unless the builder has a value.
+    catalog), as ``apply_changes`` needs, and room for 1000 plans' generated classes instead of 100
+    (``spark.sql.codegen.cache.maxEntries``); on a ``local[N]`` master, also Delta's log replay in N
+    tasks instead of 50 (``spark.databricks.delta.snapshotPartitions``). Each is set unless the
+    builder has a value.
     """
     _refuse_remote(builder)
     check_spark_version(pyspark.__version__, jar_path())
@@ -77,6 +84,8 @@ def configure_spark(builder: SparkSession.Builder, kafka: bool = False, delta: b
                                   "spark.sql.extensions", DELTA_EXTENSION)
         builder = builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
         options = getattr(builder, "_options", {})
+        if CODEGEN_CACHE not in options:
+            builder = builder.config(CODEGEN_CACHE, str(CODEGEN_CACHE_ENTRIES))
         cores = local_cores(options.get("spark.master"))
         if cores is not None and DELTA_SNAPSHOT_PARTITIONS not in options:
             builder = builder.config(DELTA_SNAPSHOT_PARTITIONS, str(cores))

@@ -20,7 +20,7 @@ import io.sparkreplicate.codec.Utf8Validator
 class Utf8ValidatorSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
-    PropertyCheckConfiguration(minSuccessful = 20000)
+    PropertyCheckConfiguration(minSuccessful = 5000)
 
   private def jdkAccepts(bytes: Array[Byte]): Boolean =
     try {

@@ -28,7 +28,9 @@ class ChangesSuite extends AnyFunSuite with TempDirs {
       .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
     spark = (if (!delta) builder else builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
       .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-      .config("spark.databricks.delta.snapshotPartitions", "2")).getOrCreate()
+      .config("spark.databricks.delta.snapshotPartitions", "2")
+      // As configure_spark sets it with Delta (README): batches do not compile their plans again.
+      .config("spark.sql.codegen.cache.maxEntries", "1000")).getOrCreate()
   }
 
   override def afterAll(): Unit = try { if (spark != null) spark.stop() } finally super.afterAll()
