@@ -59,6 +59,12 @@ def python_group(code: str, *args: str, env: dict[str, str] | None = None, **str
 
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 _PR_SET_PDEATHSIG = 1
+# A preexec_fn makes subprocess fork() rather than spawn, and fork runs gRPC's fork handlers once a
+# test has opened a Spark Connect client in the process: they wait for gRPC's threads, and a test
+# run once hung in them for good (fork, under a run_python of test_connect.py, with no child made).
+# Every fork here is followed by exec, which needs none of gRPC's fork support; gRPC reads this
+# when the first channel opens, after this module is imported.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 
 def dies_with_parent():
