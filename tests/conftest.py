@@ -30,10 +30,10 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
 import spark_replicate
 from _cluster import SHORT_JVM_OPTIONS, short_jvm_env
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
-from spark_replicate.kafka_connector import kafka_settings
-from spark_replicate.session import CODEGEN_CACHE, CODEGEN_CACHE_ENTRIES
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
                                       expected_value, generate_landing_zone, mask_ordinals)
+from spark_replicate.kafka_connector import kafka_settings
+from spark_replicate.session import CODEGEN_CACHE, CODEGEN_CACHE_ENTRIES, DELTA_SNAPSHOT_PARTITIONS
 
 TESTS_DIR = Path(__file__).resolve().parent
 DATA_DIR = TESTS_DIR / "data"
@@ -157,7 +157,7 @@ DELTA = ".".join(pyspark.__version__.split(".")[:2]) in DELTA_PACKAGES
 def small_session_env() -> dict[str, str]:
     """The environment of a command whose session should be as small as the tests' own (the data
     is tiny: Spark's 200 shuffle partitions would cost more than the work)."""
-    return short_jvm_env("spark.sql.shuffle.partitions=2", "spark.databricks.delta.snapshotPartitions=2")
+    return short_jvm_env("spark.sql.shuffle.partitions=2", f"{DELTA_SNAPSHOT_PARTITIONS}=2")
 
 
 def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
@@ -166,7 +166,7 @@ def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
     builder = (SparkSession.builder.master(master).appName("spark-replicate-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.databricks.delta.snapshotPartitions", "2")
+               .config(DELTA_SNAPSHOT_PARTITIONS, "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1"))
@@ -236,8 +236,7 @@ def connect_url(tmp_path_factory, request):
     from _connect import connect_server
     conf = {"spark.jars.packages": delta_package(pyspark.__version__), "spark.sql.extensions": DELTA_EXTENSION,
             "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
-            "spark.databricks.delta.snapshotPartitions": "2",
-            CODEGEN_CACHE: str(CODEGEN_CACHE_ENTRIES)} if DELTA else {}
+            DELTA_SNAPSHOT_PARTITIONS: "2", CODEGEN_CACHE: str(CODEGEN_CACHE_ENTRIES)} if DELTA else {}
     if _runs_kafka_tests(request):
         conf.update(kafka_settings(pyspark.__version__, conf))
     with connect_server(tmp_path_factory.mktemp("connect-server"), jars=[str(spark_replicate.jar_path())],
