@@ -195,6 +195,9 @@ class _State:
         # Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
         # are none; after one, they are merged, not described (a MERGE into no file is only slower).
         self._may_hold_files[self.keys] = bool(self.log)
+        # A batch applied that inserted rows left the target with files: merged, not described.
+        if any(row.status == _APPLIED and row.inserted for row in self.log):
+            self._may_hold_files.setdefault(self.target, True)
         self._check_kind(target)
         self._check_keys()
 

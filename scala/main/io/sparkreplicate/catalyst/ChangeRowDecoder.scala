@@ -45,6 +45,13 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
    */
   private val readable = new java.util.HashMap[String, java.lang.Boolean]()
   private val byId = new java.util.HashMap[String, MessageConverter]()
+  /**
+   * The last id looked up and its converter: a file or a partition holds long runs of one table
+   * version, and the envelope hands back the same String for a repeated id, so an identity check
+   * spares the map's two lookups for nearly every message.
+   */
+  private var lastId: String = _
+  private var lastById: MessageConverter = _
   private val byEmbeddedSchema = new IdentityHashMap[Schema, MessageConverter]()
   private val decoder = new SliceDecoder
   private val envelope = new Envelope
@@ -100,7 +107,8 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
 
   /** Null for a known schema id of another table. */
   private def converterById(schemaId: String): MessageConverter = {
-    if (byId.containsKey(schemaId)) byId.get(schemaId)
+    if ((schemaId eq lastId) && schemaId != null) return lastById
+    val converter = if (byId.containsKey(schemaId)) byId.get(schemaId)
     else {
       val version = (if (schemaId == null) None else registry.get(schemaId).orElse(awaitVersion(schemaId, _.get(schemaId))))
         .getOrElse(throw unknownSchemaId(schemaId))
@@ -108,6 +116,9 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
       byId.put(schemaId, built)
       built
     }
+    lastId = schemaId
+    lastById = converter
+    converter
   }
 
   private def reads(version: TableVersion): Boolean = {

@@ -155,6 +155,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   // Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
   // are none; after one, they are merged, not described (a MERGE into no file is only slower).
   mayHoldFiles(keys) = log.nonEmpty
+  // A batch applied that inserted rows left the target with files: merged, not described.
+  if (log.exists(row => row.status == Applied && row.inserted > 0)) mayHoldFiles.getOrElseUpdate(target, true)
   locally {
     val history = columnsOf(target).contains(StartAt)
     require(history == (scdType == 2), s"$name is ${if (history) "a history (SCD type 2)" else
