@@ -174,8 +174,8 @@ class _State:
                              "(file:/..., s3a://...), or a table name")
         self.target = _path_name(target) if self._target_path else target
         # Whether a table may hold files (False: certainly none, so an INSERT can stand for a MERGE
-        # and the target has no baseline), as DESCRIBE DETAIL told: each costs Delta a snapshot, so
-        # it is asked at most once per table and batch, and forgotten once the batch writes the table.
+        # and the target has no baseline), as DESCRIBE DETAIL told (or the log: below): each costs Delta a
+        # snapshot, so it is asked at most once per table and batch, and forgotten once the batch writes it.
         self._may_hold_files: dict[str, bool] = {}
         if not self._target_path:  # its location is needed first: created at once, if absent
             self._create_target(changes, target)

@@ -135,8 +135,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   private val target = targetPath.map(pathName(_)).getOrElse(name)
   /**
    * Whether a table may hold files (false: certainly none, so an INSERT can stand for a MERGE and
-   * the target has no baseline), as DESCRIBE DETAIL told: each costs Delta a snapshot, so it is
-   * asked at most once per table and batch, and forgotten once the batch writes the table.
+   * the target has no baseline), as DESCRIBE DETAIL told (or the log: below): each costs Delta a
+   * snapshot, so it is asked at most once per table and batch, and forgotten once the batch writes it.
    */
   private val mayHoldFiles = mutable.Map.empty[String, Boolean]
   if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
