@@ -8,12 +8,17 @@ import java.time.{Instant, LocalDateTime, ZoneOffset}
 
 import scala.reflect.io.Directory
 
+import org.apache.spark.SparkConf
+import org.apache.spark.serializer.JavaSerializer
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, BindReferences, Expression}
+import org.apache.spark.sql.types.{BinaryType, StructType}
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkreplicate.Fixtures._
+import io.sparkreplicate.sql.ReplicateDecode
 
 /**
  * The connector end to end through `spark.read.format("replicate")`, on a landing zone the test
@@ -387,6 +392,30 @@ class ScalaApiSuite extends AnyFunSuite with BeforeAndAfterAll {
     javaOptions.put("mode", "DROPMALFORMED")
     val refused = replicateError(values.select(functions.from_replicate($"value", javaOptions)).schema)
     assert(refused.errorId == ErrorId.InvalidOption && refused.getMessage.contains("PERMISSIVE"))
+  }
+
+  test("from_replicate's copies bound to different inputs decode a message once, in the task that deserializes them") {
+    val session = spark
+    import session.implicits._
+    val call = Seq.empty[Array[Byte]].toDF("value")
+      .select(functions.from_replicate($"value", Map("schemaTopic" -> path("schema"), "table" -> "employees.salaries")))
+      .queryExecution.analyzed.expressions.flatMap(_.collect { case d: ReplicateDecode => d }).head
+    // As a pushed-down filter and the projection above it bind the call: one copy each.
+    val value = call.child.asInstanceOf[AttributeReference]
+    val other = AttributeReference("key", BinaryType)()
+    val copies = Seq(BindReferences.bindReference(call, Seq(value)), BindReferences.bindReference(call, Seq(other, value)))
+    val serializer = new JavaSerializer(new SparkConf()).newInstance()
+    val deserialized = serializer.deserialize[Seq[Expression]](serializer.serialize(copies))
+    val (filter, project) = (deserialized(0), deserialized(1))
+    val messages = changes.filter(_.table == salaries).take(2)
+    val (first, second) = (messages(0).envelope, messages(1).envelope)
+    val decoded = filter.eval(InternalRow(first))
+    assert(project.eval(InternalRow(null, first)).asInstanceOf[AnyRef] eq decoded.asInstanceOf[AnyRef])
+    val empNo = call.dataType.asInstanceOf[StructType].fieldIndex("emp_no")
+    def empNoOf(struct: Any) = struct.asInstanceOf[InternalRow].getInt(empNo)
+    // Another message through one copy, then the first again through the other: each decoded anew.
+    assert(empNoOf(project.eval(InternalRow(null, second))) == messages(1).data("emp_no"))
+    assert(empNoOf(filter.eval(InternalRow(first))) == messages(0).data("emp_no"))
   }
 }
 

@@ -15,8 +15,10 @@ import io.sparkreplicate.catalyst.{Outcome, ReadCounters, RowDecoder, RowSpec}
  * (PERMISSIVE); it is never dropped, as an expression cannot drop its row.
  *
  * @param spec decided on the driver when the function is resolved: the metadata is read then
+ * @param decoding the decoder and its last value, shared by every copy of this call (see [[Decoding]])
  */
-final case class ReplicateDecode(child: Expression, spec: RowSpec) extends UnaryExpression with ExpectsInputTypes {
+final case class ReplicateDecode(child: Expression, spec: RowSpec, decoding: Decoding = new Decoding)
+    extends UnaryExpression with ExpectsInputTypes {
   override def inputTypes = Seq(BinaryType)
   override def dataType: DataType = spec.required
   override def nullable: Boolean = true
@@ -25,35 +27,14 @@ final case class ReplicateDecode(child: Expression, spec: RowSpec) extends Unary
   /** Plans show the call, not the whole decoding spec. */
   override protected def stringArgs: Iterator[Any] = Iterator(child)
 
-  /** One per task: each task deserializes its own copy of the expression. */
-  // An expression has no metrics to report the waits for late metadata in.
-  @transient private lazy val decoder = RowDecoder(spec, new ReadCounters)
   @transient private lazy val where = s"a value of ${child.sql}"
-  /**
-   * The last value decoded and its struct. Spark evaluates the call twice per row when a filter on
-   * its result is pushed below the projection that makes it (`where("r IS NOT NULL")` under
-   * `select("r.*")`, the usual way to drop the null rows); both read the same array, so the second
-   * call costs nothing. Only identity is compared: the struct's strings point into the value, so a
-   * value must not change while its struct is read, whatever is cached.
-   */
-  @transient private var lastValue: Array[Byte] = _
-  @transient private var lastStruct: Any = _
 
-  /**
-   * The struct is the decoder's own row, reused for the next value, as `from_avro` does: Spark
-   * copies a value it keeps (into an UnsafeRow, or by `InternalRow.copyValue` where it buffers one).
-   */
   override def nullSafeEval(input: Any): Any = {
     val bytes = input.asInstanceOf[Array[Byte]]
-    if (bytes ne lastValue) {
-      lastValue = null // until decoded: a value that fails is not taken for the last one
-      lastStruct = decode(bytes)
-      lastValue = bytes
-    }
-    lastStruct
+    if (decoding.holds(bytes)) decoding.struct else decoding.remember(bytes, decode(decoding.decoder(spec), bytes))
   }
 
-  private def decode(bytes: Array[Byte]): Any =
+  private def decode(decoder: RowDecoder, bytes: Array[Byte]): Any =
     try decoder.decode(bytes, 0, bytes.length) match {
       case Outcome.Row => decoder.row
       case Outcome.Metadata | Outcome.Filtered => null
@@ -79,4 +60,45 @@ final case class ReplicateDecode(child: Expression, spec: RowSpec) extends Unary
   }
 
   override protected def withNewChildInternal(newChild: Expression): ReplicateDecode = copy(child = newChild)
+}
+
+/**
+ * The decoder of one `from_replicate` call in one task, and the last value it decoded with that
+ * value's struct. Spark evaluates a call twice per row when a filter on its result is pushed below
+ * the projection that makes it (`where("r IS NOT NULL")` under `select("r.*")`, the usual way to
+ * drop the null rows), each time through its own copy of the expression: binding the filter and
+ * the projection to their inputs copies it. Copies keep this holder (a case class copy passes it
+ * on), and a task deserializes them together, so they find each other's struct here and a message
+ * is decoded once. Only identity is compared: the struct's strings point into the value, so a
+ * value must not change while its struct is read, whatever is cached.
+ *
+ * The struct is the decoder's own row, reused for the next value, as `from_avro` does: Spark
+ * copies a value it keeps (into an UnsafeRow, or by `InternalRow.copyValue` where it buffers one).
+ * Not part of the call's meaning: any two holders are equal, so plans compare as before.
+ */
+final class Decoding extends Serializable {
+  @transient private var rowDecoder: RowDecoder = _
+  @transient private var lastValue: Array[Byte] = _
+  @transient private var lastStruct: Any = _
+
+  /** Whether `bytes` is the last value decoded, whose struct [[struct]] is. */
+  def holds(bytes: Array[Byte]): Boolean = bytes eq lastValue
+  def struct: Any = lastStruct
+
+  /** The decoder, the last value forgotten first: a value whose decoding fails is not taken for it. */
+  def decoder(spec: RowSpec): RowDecoder = {
+    lastValue = null
+    // An expression has no metrics to report the waits for late metadata in.
+    if (rowDecoder == null) rowDecoder = RowDecoder(spec, new ReadCounters)
+    rowDecoder
+  }
+
+  def remember(bytes: Array[Byte], struct: Any): Any = {
+    lastValue = bytes
+    lastStruct = struct
+    struct
+  }
+
+  override def equals(other: Any): Boolean = other.isInstanceOf[Decoding]
+  override def hashCode: Int = 0
 }
