@@ -22,7 +22,11 @@ OTHER_PYSPARKS := 4.1.4 4.2.1 4.3.0
 demo: install
 	$(VENV)/bin/spark-replicate demo
 
-test: scala-test python-test
+# The virtual environment's installs (pip, pyspark) wait on the network and the disk more than on
+# the cores: on a fresh clone they run beside the Scala tests, then the Python tests run.
+test:
+	$(MAKE) -j2 scala-test $(VENV)/bin/python
+	$(MAKE) python-test
 
 scala-test:
 	bin/sbt test
