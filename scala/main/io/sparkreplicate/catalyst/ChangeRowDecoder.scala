@@ -107,8 +107,15 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
 
   /** Null for a known schema id of another table. */
   private def converterById(schemaId: String): MessageConverter = {
-    if ((schemaId eq lastId) && schemaId != null) return lastById
-    val converter = if (byId.containsKey(schemaId)) byId.get(schemaId)
+    if (schemaId == null || (schemaId ne lastId)) {
+      lastById = lookUpConverter(schemaId)
+      lastId = schemaId
+    }
+    lastById
+  }
+
+  private def lookUpConverter(schemaId: String): MessageConverter =
+    if (byId.containsKey(schemaId)) byId.get(schemaId)
     else {
       val version = (if (schemaId == null) None else registry.get(schemaId).orElse(awaitVersion(schemaId, _.get(schemaId))))
         .getOrElse(throw unknownSchemaId(schemaId))
@@ -116,10 +123,6 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
       byId.put(schemaId, built)
       built
     }
-    lastId = schemaId
-    lastById = converter
-    converter
-  }
 
   private def reads(version: TableVersion): Boolean = {
     val known = readable.get(version.schemaId)

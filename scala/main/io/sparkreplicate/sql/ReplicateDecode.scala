@@ -29,12 +29,9 @@ final case class ReplicateDecode(child: Expression, spec: RowSpec, decoding: Dec
 
   @transient private lazy val where = s"a value of ${child.sql}"
 
-  override def nullSafeEval(input: Any): Any = {
-    val bytes = input.asInstanceOf[Array[Byte]]
-    if (decoding.holds(bytes)) decoding.struct else decoding.remember(bytes, decode(decoding.decoder(spec), bytes))
-  }
+  override def nullSafeEval(input: Any): Any = decoding(input.asInstanceOf[Array[Byte]], this)
 
-  private def decode(decoder: RowDecoder, bytes: Array[Byte]): Any =
+  private[sql] def decode(decoder: RowDecoder, bytes: Array[Byte]): Any =
     try decoder.decode(bytes, 0, bytes.length) match {
       case Outcome.Row => decoder.row
       case Outcome.Metadata | Outcome.Filtered => null
@@ -81,22 +78,16 @@ final class Decoding extends Serializable {
   @transient private var lastValue: Array[Byte] = _
   @transient private var lastStruct: Any = _
 
-  /** Whether `bytes` is the last value decoded, whose struct [[struct]] is. */
-  def holds(bytes: Array[Byte]): Boolean = bytes eq lastValue
-  def struct: Any = lastStruct
-
-  /** The decoder, the last value forgotten first: a value whose decoding fails is not taken for it. */
-  def decoder(spec: RowSpec): RowDecoder = {
-    lastValue = null
-    // An expression has no metrics to report the waits for late metadata in.
-    if (rowDecoder == null) rowDecoder = RowDecoder(spec, new ReadCounters)
-    rowDecoder
-  }
-
-  def remember(bytes: Array[Byte], struct: Any): Any = {
-    lastValue = bytes
-    lastStruct = struct
-    struct
+  /** The struct of `bytes`, decoded by `call` unless it is the last value decoded. */
+  def apply(bytes: Array[Byte], call: ReplicateDecode): Any = {
+    if (bytes ne lastValue) {
+      lastValue = null // until decoded: a value that fails is not taken for the last one
+      // An expression has no metrics to report the waits for late metadata in.
+      if (rowDecoder == null) rowDecoder = RowDecoder(call.spec, new ReadCounters)
+      lastStruct = call.decode(rowDecoder, bytes)
+      lastValue = bytes
+    }
+    lastStruct
   }
 
   override def equals(other: Any): Boolean = other.isInstanceOf[Decoding]
