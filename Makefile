@@ -17,22 +17,16 @@ WHEEL := dist/spark_replicate-$(PACKAGE_VERSION)-py3-none-any.whl
 # The newest pyspark of every other supported minor: `make smoke-all` runs the smoke tests on each.
 OTHER_PYSPARKS := 4.1.4 4.2.1 4.3.0
 
-.PHONY: demo test jar wheel install scala-build scala-test python-test smoke smoke-venvs smoke-all clean bench
+.PHONY: demo test jar wheel install scala-test python-test smoke smoke-venvs smoke-all clean bench
 
 demo: install
 	$(VENV)/bin/spark-replicate demo
 
 # The virtual environment's installs (pip, pyspark) wait on the network and the disk more than on
-# the cores: on a fresh clone they run while sbt compiles the jar and the Scala tests. Then the
-# Scala tests run beside the Python ones, in the few idle moments of the Python tests' workers.
+# the cores: on a fresh clone they run beside the Scala tests, then the Python tests run.
 test:
-	$(MAKE) -j2 scala-build $(VENV)/bin/python
-	$(MAKE) -j2 --output-sync=line scala-test python-test
-
-# The jar and the compiled Scala tests: after it, `scala-test` only runs them (and `jar` is done).
-scala-build:
-	bin/sbt package Test/compile
-	touch $(JAR)  # (sbt leaves a jar whose classes did not change as it was: older than an edited test)
+	$(MAKE) -j2 scala-test $(VENV)/bin/python
+	$(MAKE) python-test
 
 scala-test:
 	bin/sbt test
