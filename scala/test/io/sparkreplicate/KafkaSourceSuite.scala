@@ -1,8 +1,9 @@
 package io.sparkreplicate
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection}
 import org.apache.spark.sql.connector.read.PartitionReader
+import org.apache.spark.sql.types.{BinaryType, DataType, IntegerType, LongType, StringType, TimestampType}
 import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -67,28 +68,42 @@ class KafkaSourceSuite extends AnyFunSuite {
   private def record(value: Array[Byte], offset: Long, key: Array[Byte] = "k".getBytes): InternalRow =
     new GenericInternalRow(Array[Any](key, value, UTF8String.fromString("hr"), 2, offset, 1700000000000000L, 0))
 
-  /** Rows in memory, as Spark's Kafka reader would return them. */
-  private final class Records(rows: InternalRow*) extends PartitionReader[InternalRow] {
+  /**
+   * Rows in memory, as Spark's Kafka reader would return them; `unsafe`: as it does return them,
+   * each an [[org.apache.spark.sql.catalyst.expressions.UnsafeRow]] of one projection, whose
+   * buffer the next record overwrites (the message is then read where the row holds it).
+   */
+  private final class Records(rows: Seq[InternalRow], unsafe: Boolean) extends PartitionReader[InternalRow] {
     private val remaining = rows.iterator
+    private val projection = UnsafeProjection.create(Array[DataType](BinaryType, BinaryType, StringType, IntegerType,
+      LongType, TimestampType, IntegerType))
     private var current: InternalRow = _
     var closed = false
-    override def next(): Boolean = remaining.hasNext && { current = remaining.next(); true }
+    override def next(): Boolean = remaining.hasNext && {
+      current = if (unsafe) projection(remaining.next()) else remaining.next()
+      true
+    }
     override def get(): InternalRow = current
     override def close(): Unit = closed = true
   }
-  private def records(rows: InternalRow*) = new Records(rows: _*)
+  private def records(rows: InternalRow*) = new Records(rows, unsafe = false)
 
-  test("records decode to rows; tombstones are counted apart; malformed ones name topic, partition and offset") {
-    val counters = new ReadCounters
-    val input = new KafkaMessageInput(records(
-      record(salaries.metadataEnvelope(), 0), record(dataEnvelope(salaries, salary(10001, 60117)), 1),
-      record(null, 2), record("junk".getBytes, 3)), counters)
-    val reader = new MessageReader(input, readSpec(registry(salaries), salaries.name), counters)
-    assert(reader.next())
-    assert(reader.get.getInt(0) == 10001)
-    val error = intercept[ReplicateException](reader.next())
-    assert(error.errorId == ErrorId.BadMagic && error.detail.contains("topic hr, partition 2, offset 3"))
-    assert((counters.messagesRead, counters.rowsReturned, counters.metadataMessages, counters.tombstones) == (3, 1, 1, 1))
+  for (unsafe <- Seq(false, true)) {
+    test(s"records decode to rows; tombstones are counted apart; malformed ones name topic, partition and offset" +
+        s" (${if (unsafe) "unsafe" else "generic"} rows)") {
+      val counters = new ReadCounters
+      val input = new KafkaMessageInput(new Records(Seq(
+        record(salaries.metadataEnvelope(), 0), record(dataEnvelope(salaries, salary(10001, 60117)), 1),
+        record(dataEnvelope(salaries, salary(10002, 70000)), 2, key = "a longer key".getBytes),
+        record(null, 3), record("junk".getBytes, 4)), unsafe), counters)
+      val reader = new MessageReader(input, readSpec(registry(salaries), salaries.name), counters)
+      assert(reader.next() && reader.get.getInt(0) == 10001)
+      assert(reader.next() && reader.get.getInt(0) == 10002)
+      val error = intercept[ReplicateException](reader.next())
+      assert(error.errorId == ErrorId.BadMagic && error.detail.contains("topic hr, partition 2, offset 4"))
+      assert((counters.messagesRead, counters.rowsReturned, counters.metadataMessages, counters.tombstones) ==
+        (4, 2, 1, 1))
+    }
   }
 
   test("header__source: the Kafka coordinates and the key, no file") {

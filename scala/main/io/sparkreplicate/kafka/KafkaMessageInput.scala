@@ -1,7 +1,9 @@
 package io.sparkreplicate.kafka
 
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.connector.read.PartitionReader
+import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.catalyst.{MessageInput, ReadCounters}
@@ -11,18 +13,24 @@ import io.sparkreplicate.catalyst.{MessageInput, ReadCounters}
  * ([[KafkaMessageInput.Key]] and the other column positions are that source's fixed schema): each
  * record's value is one message. A record without a value (a tombstone) carries no message: it
  * is counted apart and passed over. Spark's reader, which this closes, owns the consumer.
+ *
+ * The message is read where the record's row holds it when that row is an [[UnsafeRow]] on a byte
+ * array (Spark's Kafka source projects every record into one): `getBinary` would copy each value
+ * once more, and the row, like the message, is only valid until the next record.
  */
 final class KafkaMessageInput(records: PartitionReader[InternalRow], counters: ReadCounters) extends MessageInput {
   import KafkaMessageInput._
 
   private var record: InternalRow = _
   private var value: Array[Byte] = _
+  private var start = 0
+  private var size = 0
 
   override def next(): Boolean = {
     while (records.next()) {
       record = records.get()
       if (!record.isNullAt(Value)) {
-        value = record.getBinary(Value)
+        sliceValue()
         return true
       }
       counters.tombstones += 1
@@ -30,9 +38,22 @@ final class KafkaMessageInput(records: PartitionReader[InternalRow], counters: R
     false
   }
 
+  private def sliceValue(): Unit = record match {
+    case row: UnsafeRow if row.getBaseObject.isInstanceOf[Array[Byte]] =>
+      // A variable-length field's word is its offset from the row's start (high half) and its size.
+      val offsetAndSize = row.getLong(Value)
+      value = row.getBaseObject.asInstanceOf[Array[Byte]]
+      start = Math.toIntExact(row.getBaseOffset + (offsetAndSize >>> 32) - Platform.BYTE_ARRAY_OFFSET)
+      size = offsetAndSize.toInt
+    case other =>
+      value = other.getBinary(Value)
+      start = 0
+      size = value.length
+  }
+
   override def bytes: Array[Byte] = value
-  override def offset: Int = 0
-  override def length: Int = value.length
+  override def offset: Int = start
+  override def length: Int = size
 
   override def describePosition: String =
     KafkaMessageInput.position(record.getUTF8String(Topic).toString, record.getInt(Partition), record.getLong(Offset))
