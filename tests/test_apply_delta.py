@@ -22,7 +22,7 @@ from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolvin
                       small_session_env, source_row, spark_conf, table_def)
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
 from spark_replicate._jar import ReplicateSetupError
-from spark_replicate.apply import ApplyResult, _apply_batch
+from spark_replicate.apply import MERGE_MATERIALIZE_SOURCE, ApplyResult, _State, _apply_batch
 from spark_replicate.cdc import KEY_POSITION, table_layout
 from spark_replicate.generate import generate_landing_zone
 
@@ -105,6 +105,30 @@ def test_three_batches_in_commit_order_then_all_again(spark, zone, tmp_path):
     again = spark_replicate.apply_changes(changes, str(target))
     assert (again.inserted, again.updated, again.deleted, again.ignored) == (0, 0, 0, changes.count())
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+@needs_delta
+def test_merges_take_the_staged_rows_as_they_are_and_the_session_keeps_its_setting(spark, zone, tmp_path,
+                                                                                  monkeypatch):
+    """Nothing rewrites the staged files while a batch is applied, so its MERGEs run without Delta's
+    copy of their source; a first load's INSERTs, and the session afterwards, keep the session's
+    setting (Scala's: see ``ChangesSuite``)."""
+    seen = []
+    execute = _State._execute
+
+    def noting_the_setting(self, statement: str) -> None:
+        seen.append((statement.split()[0], spark.conf.get(MERGE_MATERIALIZE_SOURCE, None)))
+        execute(self, statement)
+    monkeypatch.setattr(_State, "_execute", noting_the_setting)
+    spark.conf.set(MERGE_MATERIALIZE_SOURCE, "all")
+    try:
+        for batch in in_commit_order(read_table(spark, zone, "SALES.ORDERS"), 2):
+            spark_replicate.apply_changes(batch, str(tmp_path / "orders"))
+        assert spark.conf.get(MERGE_MATERIALIZE_SOURCE) == "all"
+    finally:
+        spark.conf.unset(MERGE_MATERIALIZE_SOURCE)
+    assert seen == [("INSERT", "all")] * 2 + [("MERGE", "none")] * 2
+    assert_same_rows(delta_rows(spark, tmp_path / "orders"), truth(zone, "SALES.ORDERS"))
 
 
 @needs_delta

@@ -32,7 +32,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
                                  change_events, quote, quoted, replay, replay_last, slot, sql_names, sql_string,
                                  table_layout, windows)
-from spark_replicate.session import jit_sized_methods
+from spark_replicate.session import jit_sized_methods, session_setting
 
 __all__ = ["apply_changes", "ApplyResult"]
 
@@ -46,6 +46,7 @@ _APPLIED_CHANGES = "__replicate_applied"
 _BASELINE = "BASELINE"
 LAST_APPLIED = "__replicate_last_applied"
 _STAGED, _APPLIED = "staged", "applied"
+MERGE_MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 
 class _LogRow(NamedTuple):
@@ -341,7 +342,14 @@ class _State:
                     f"WHEN NOT MATCHED THEN INSERT *")
 
     def _write(self, table: str, insert: str, merge: str) -> None:
-        self._execute(merge if self._may_hold(table) else insert)
+        if self._may_hold(table):
+            # Delta copies a MERGE's source first unless it reads Delta tables only, lest the source
+            # change between its two passes; the staged files do not change while a batch is
+            # applied, so the copy would only cost time (README: Speed).
+            with session_setting(self.spark, MERGE_MATERIALIZE_SOURCE, "none"):
+                self._execute(merge)
+        else:
+            self._execute(insert)
         self._may_hold_files.pop(table, None)
 
     def _execute(self, statement: str) -> None:

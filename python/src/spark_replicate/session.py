@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from contextlib import contextmanager
-from typing import Iterable, Iterator, Union
+from contextlib import contextmanager, nullcontext
+from typing import ContextManager, Iterable, Iterator, Union
 
 import pyspark
 from pyspark.sql import DataFrame, SparkSession
@@ -101,19 +101,27 @@ def local_cores(master: str | None) -> int | None:
     return (os.cpu_count() or 1) if match.group(1) == "*" else int(match.group(1) or 1)
 
 
-@contextmanager
-def jit_sized_methods(spark: SparkSession) -> Iterator[None]:
+def jit_sized_methods(spark: SparkSession) -> ContextManager[None]:
     """Runs the block with ``HUGE_METHOD_LIMIT`` at most ``JIT_METHOD_LIMIT`` (a session that
     ``configure_spark`` did not set up has Spark's default), then restores the session's value."""
-    previous = spark.conf.get(HUGE_METHOD_LIMIT)
-    if int(previous) <= JIT_METHOD_LIMIT:
-        yield
-        return
-    spark.conf.set(HUGE_METHOD_LIMIT, str(JIT_METHOD_LIMIT))
+    if int(spark.conf.get(HUGE_METHOD_LIMIT)) <= JIT_METHOD_LIMIT:
+        return nullcontext()
+    return session_setting(spark, HUGE_METHOD_LIMIT, str(JIT_METHOD_LIMIT))
+
+
+@contextmanager
+def session_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """Runs the block with the session's setting ``key`` at ``value``, then restores the session's
+    own value (or unsets it, when the session had not set it)."""
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.set(HUGE_METHOD_LIMIT, previous)
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
 
 
 def _append_setting(builder: SparkSession.Builder, key: str, value: str) -> SparkSession.Builder:

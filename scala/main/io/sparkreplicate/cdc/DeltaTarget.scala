@@ -54,14 +54,23 @@ private[cdc] object DeltaTarget {
   private[cdc] val HugeMethodLimit = "spark.sql.codegen.hugeMethodLimit"
   private[cdc] val JitMethodLimit = 8000
 
-  private[cdc] def withJitSizedMethods[T](spark: SparkSession)(body: => T): T = {
-    val previous = spark.conf.get(HugeMethodLimit)
-    if (previous.toInt <= JitMethodLimit) body
-    else {
-      spark.conf.set(HugeMethodLimit, JitMethodLimit.toLong)
-      try body finally spark.conf.set(HugeMethodLimit, previous)
-    }
+  private[cdc] def withJitSizedMethods[T](spark: SparkSession)(body: => T): T =
+    if (spark.conf.get(HugeMethodLimit).toInt <= JitMethodLimit) body
+    else withSetting(spark, HugeMethodLimit, JitMethodLimit.toString)(body)
+
+  /** Runs `body` with the session's setting `key` at `value`, then restores the session's own (or unsets it). */
+  private[cdc] def withSetting[T](spark: SparkSession, key: String, value: String)(body: => T): T = {
+    val previous = spark.conf.getAll.get(key) // (set in the session; `getOption` would give a default too)
+    spark.conf.set(key, value)
+    try body finally previous.fold(spark.conf.unset(key))(spark.conf.set(key, _))
   }
+
+  /**
+   * Delta copies a MERGE's source first unless it reads Delta tables only, lest the source change
+   * between its two passes; the staged files do not change while a batch is applied, so the copy
+   * would only cost time (README: Speed).
+   */
+  private[cdc] val MergeMaterializeSource = "spark.databricks.delta.merge.materializeSource"
 
   def checkScdType(scdType: Int): Unit =
     require(scdType == 1 || scdType == 2, s"scdType=$scdType: 1 (current state) or 2 (history)")
@@ -299,7 +308,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   }
 
   private def write(table: String, insert: String, merge: String): Unit = {
-    spark.sql(if (mayHold(table)) merge else insert).collect()
+    if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
+    else spark.sql(insert).collect()
     mayHoldFiles.remove(table)
   }
 

@@ -83,6 +83,19 @@ class ChangesSuite extends AnyFunSuite with TempDirs {
     } finally spark.conf.set(HugeMethodLimit, previous)
   }
 
+  test("a setting for a block is restored afterwards, or unset when the session had not set it") {
+    val key = DeltaTarget.MergeMaterializeSource
+    try Seq(Some("all"), None).foreach { own =>
+      own.fold(spark.conf.unset(key))(spark.conf.set(key, _))
+      var seen = ""
+      val failed = Try(DeltaTarget.withSetting(spark, key, "none") {
+        seen = spark.conf.get(key)
+        sys.error("restored even when the block fails")
+      })
+      assert(failed.isFailure && seen == "none" && spark.conf.getAll.get(key) == own)
+    } finally spark.conf.unset(key)
+  }
+
   test("keys: the schema's, or the ones given; none is an error naming the columns") {
     val plain = spark.createDataFrame(rows.asJava, StructType(schema.fields.map(_.copy(metadata = Metadata.empty))))
     val error = intercept[IllegalArgumentException](Changes.latestState(plain))
