@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 import spark_replicate
 from conftest import TESTS_DIR, run_python
 from spark_replicate._jar import SUPPORTED_SPARK_MINORS, check_spark_version
+from spark_replicate.apply import MERGE_MATERIALIZE_SOURCE
 from spark_replicate.session import (CODEGEN_CACHE, DELTA_SNAPSHOT_PARTITIONS, HUGE_METHOD_LIMIT, JIT_METHOD_LIMIT,
                                     jit_sized_methods, local_cores, session_setting)
 
@@ -62,7 +63,7 @@ def test_jit_sized_methods_lowers_the_limit_for_its_block_then_restores_it(spark
 
 @pytest.mark.parametrize("own", ["all", None])
 def test_a_setting_for_a_block_is_restored_afterwards_or_unset_when_the_session_had_not_set_it(spark, own):
-    key = "spark.databricks.delta.merge.materializeSource"
+    key = MERGE_MATERIALIZE_SOURCE
     try:
         spark.conf.set(key, own) if own else spark.conf.unset(key)
         with pytest.raises(RuntimeError), session_setting(spark, key, "none"):
