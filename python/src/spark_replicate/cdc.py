@@ -147,9 +147,9 @@ def replay(events: DataFrame, layout: Layout) -> DataFrame:
     changes. A change delivered more than once (the same key, change sequence and operation: files
     landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
     repeats here, in the window's own sort, spares a shuffle and a sort of the whole input."""
-    order = event_order(layout)
-    repeated = " AND ".join(f"lead({c}) OVER ({order}) <=> {c}" for c in (RANK, SEQUENCE, OPERATION, DERIVED))
-    return _replayed(events, layout, windows(layout).so_far, f"lead({SEQUENCE}) OVER ({order}) AS {END_AT}",
+    over = windows(layout)
+    repeated = " AND ".join(f"lead({c}) OVER ({over.order}) <=> {c}" for c in (RANK, SEQUENCE, OPERATION, DERIVED))
+    return _replayed(events, layout, over.so_far, f"lead({SEQUENCE}) OVER ({over.order}) AS {END_AT}",
                      f"{repeated} AS {REPEATED}").where(f"NOT {REPEATED}").drop(REPEATED)
 
 
