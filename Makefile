@@ -82,8 +82,14 @@ smoke: $(WHEEL)
 # (downloads, mostly) after `make test`, three at a time.
 smoke-venvs: $(OTHER_PYSPARKS:%=.venv-pyspark-%/installed)
 
-smoke-all:
-	for version in $(OTHER_PYSPARKS); do $(MAKE) smoke PYSPARK=$$version || exit 1; done
+# Two minors at a time: one smoke process keeps about one core busy (4.1.4 and 4.2.1 took 145 s
+# each one after the other in CI, 164 s and 166 s side by side; all three at once, 208 to 212 s).
+# The wheel is built first, once, and each minor's output is printed whole when it ends.
+smoke-all: $(WHEEL)
+	$(MAKE) -j2 --output-sync=target $(OTHER_PYSPARKS:%=smoke-on-%)
+
+smoke-on-%:
+	$(MAKE) smoke PYSPARK=$*
 
 .venv-pyspark-%/installed:
 	rm -rf .venv-pyspark-$*
