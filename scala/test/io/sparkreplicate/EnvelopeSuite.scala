@@ -57,6 +57,21 @@ class EnvelopeSuite extends AnyFunSuite {
     for (_ <- 1 to 2) assert(intercept[MalformedMessageException](decodeWith(bad)).errorId == ErrorId.InvalidUtf8)
   }
 
+  test("an error names the envelope's field it was reading; a reused decoder then names the payload") {
+    val bytes = envelope("DT", payload, schemaId = id, messageSchema = schemaText)
+    val schemaAt = bytes.indexOfSlice(schemaText.getBytes(UTF_8))
+    // Cut inside each field: the type's string, the schema id, the schema, the payload's bytes.
+    for ((cut, field) <- Seq(6 -> "type", 20 -> "messageSchemaId", schemaAt + 3 -> "messageSchema",
+        bytes.length - 2 -> "message")) {
+      val e = malformed(bytes, length = cut)
+      assert(e.getMessage.contains(s"`$field`"), s"cut at $cut: ${e.getMessage}")
+    }
+    val in = new SliceDecoder
+    intercept[MalformedMessageException](Envelope.decode(in, bytes, 0, 20))
+    in.reset(Array[Byte](1), 0, 1)
+    assert(intercept[MalformedMessageException](in.skipFixed(2)).getMessage.contains("`payload`"))
+  }
+
   test("only messageSchemaId present") {
     val bytes = envelope("DT", payload, schemaId = id)
     val e = decode(bytes)

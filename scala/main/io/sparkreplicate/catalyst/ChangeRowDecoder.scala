@@ -101,7 +101,7 @@ final class ChangeRowDecoder(spec: ReadSpec, counters: ReadCounters = new ReadCo
     if (!decoder.isEnd) throw new MalformedMessageException(ErrorId.TrailingBytes,
       "bytes follow the payload's last field")
     if (out.corruptSlot >= 0) out.row.setNullAt(out.corruptSlot)
-    converted = converter
+    if (converted ne converter) converted = converter
     Outcome.Row
   }
 

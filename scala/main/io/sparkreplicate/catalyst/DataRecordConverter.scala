@@ -105,7 +105,7 @@ final class DataRecordConverter(writer: Schema, version: TableVersion, out: Outp
    * such messages does not depend on the projection.
    */
   private def writeMask(mask: MaskSlice, rawSlot: Int, namesSlot: Int, maskNames: MaskNames): Unit = {
-    val absent = mask.bytes == null
+    val absent = mask.isNull
     if (!absent && ChangeMask.setsBitsBeyond(mask.bytes, mask.offset, mask.length, columnCount)) bitsIgnored = true
     if (rawSlot >= 0) { if (absent) row.setNullAt(rawSlot) else row.update(rawSlot, mask.copy()) }
     if (namesSlot >= 0) {

@@ -84,15 +84,31 @@ private[catalyst] final class HeaderWriters(
 }
 
 /**
- * Where a message's mask lies in its bytes (`bytes` null when the mask is null or absent): masks
- * are read and expanded in place, and copied only when the raw mask column is selected.
+ * Where a message's mask lies in its bytes (`isNull` when the mask is null or absent): masks are
+ * read and expanded in place, and copied only when the raw mask column is selected. The array is
+ * stored only when it changes, and a null mask is a flag, not a null array (see [[StringSlot]] on
+ * the write barrier).
  */
 private[catalyst] final class MaskSlice {
-  var bytes: Array[Byte] = _
+  private var array: Array[Byte] = _
   var offset = 0
   var length = 0
+  var isNull = true
 
-  def set(array: Array[Byte], at: Int, n: Int): Unit = { bytes = array; offset = at; length = n }
-  def clear(): Unit = bytes = null
-  def copy(): Array[Byte] = java.util.Arrays.copyOfRange(bytes, offset, offset + length)
+  def bytes: Array[Byte] = array
+
+  def set(bytes: Array[Byte], at: Int, n: Int): Unit = {
+    if (array ne bytes) array = bytes
+    offset = at
+    length = n
+    isNull = false
+  }
+
+  def clear(): Unit = isNull = true
+
+  /**
+   * The mask's bytes in a new array: Spark copies a binary value it keeps by reference (in a
+   * struct that `InternalRow.copyValue` copies), so one rewritten message after message would change.
+   */
+  def copy(): Array[Byte] = java.util.Arrays.copyOfRange(array, offset, offset + length)
 }

@@ -31,9 +31,10 @@ final class Envelope {
 
   private[codec] def set(kind: MessageKind, schemaId: String, messageSchema: String, payloadOffset: Int,
       payloadLength: Int): Envelope = {
-    _kind = kind
-    _schemaId = schemaId
-    _messageSchema = messageSchema
+    // Stored only when they change (see SliceDecoder on the write barrier): the same for message after message.
+    if (_kind ne kind) _kind = kind
+    if (_schemaId ne schemaId) _schemaId = schemaId
+    if (_messageSchema ne messageSchema) _messageSchema = messageSchema
     _payloadOffset = payloadOffset
     _payloadLength = payloadLength
     this
@@ -76,22 +77,22 @@ object Envelope {
       throw new MalformedMessageException(ErrorId.BadMagic,
         s"message does not start with the Replicate magic `atMSG` (61 74 4d 53 47) but with $shown")
     }
-    in.field = "magic"
+    in.fieldIndex = SliceDecoder.Magic
     in.skipFixed(Magic.length)
-    in.field = "type"
+    in.fieldIndex = SliceDecoder.Type
     val kind = in.readRecurringString(TypeSlot) match {
       case "MD" => MessageKind.Metadata
       case "DT" => MessageKind.Data
       case other => throw new MalformedMessageException(ErrorId.UnknownMessageType,
         s"envelope type is `${other.take(40)}`, expected `MD` or `DT`")
     }
-    in.field = "headers"
+    in.fieldIndex = SliceDecoder.Headers
     if (nullableBranch(in)) { var n = in.skipMap(); while (n > 0) { skipEntries(in, n); n = in.skipMap() } }
-    in.field = "messageSchemaId"
+    in.fieldIndex = SliceDecoder.MessageSchemaId
     val schemaId = if (nullableBranch(in)) in.readRecurringString(SchemaIdSlot) else null
-    in.field = "messageSchema"
+    in.fieldIndex = SliceDecoder.MessageSchema
     val messageSchema = if (nullableBranch(in)) in.readRecurringString(MessageSchemaSlot) else null
-    in.field = "message"
+    in.fieldIndex = SliceDecoder.Message
     val payloadLength = in.readLength()
     val payloadOffset = in.arrayOffset
     if (in.remaining != payloadLength) throw new MalformedMessageException(ErrorId.TrailingBytes,

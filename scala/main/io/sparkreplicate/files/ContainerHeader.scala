@@ -50,7 +50,7 @@ object ContainerHeader {
       throw corrupt(path, "it does not start with the Avro container magic `Obj\\u0001`", null)
     }
     val in = new SliceDecoder().reset(bytes, Magic.length, bytes.length - Magic.length)
-    in.field = "container metadata"
+    in.fieldIndex = SliceDecoder.ContainerMetadata
     val meta = Map.newBuilder[String, Array[Byte]]
     var n = in.readMapStart()
     while (n > 0) {
