@@ -267,20 +267,22 @@ final class SliceDecoder extends Decoder {
 }
 
 object SliceDecoder {
-  /**
-   * The fields a decoder names in its errors (by index: [[SliceDecoder.fieldIndex]]): a message's
-   * payload, the envelope's fields and a container file's metadata.
-   */
-  val Fields: Array[String] = Array("payload", "magic", "type", "headers", "messageSchemaId", "messageSchema",
-    "message", "container metadata")
-  val Payload = 0
-  val Magic = 1
-  val Type = 2
-  val Headers = 3
-  val MessageSchemaId = 4
-  val MessageSchema = 5
-  val Message = 6
-  val ContainerMetadata = 7
+  private val names = scala.collection.mutable.ArrayBuffer.empty[String]
+  /** The index of a new field name: each name is written once, its index follows from it. */
+  private def named(name: String): Int = { names += name; names.size - 1 }
+
+  // The fields a decoder names in its errors (by index: [[SliceDecoder.fieldIndex]]): a message's
+  // payload, the envelope's fields and a container file's metadata.
+  val Payload: Int = named("payload")
+  val Magic: Int = named("magic")
+  val Type: Int = named("type")
+  val Headers: Int = named("headers")
+  val MessageSchemaId: Int = named("messageSchemaId")
+  val MessageSchema: Int = named("messageSchema")
+  val Message: Int = named("message")
+  val ContainerMetadata: Int = named("container metadata")
+  /** Every field's name, at its index. */
+  val Fields: Array[String] = names.toArray
 
   /** How many fields [[SliceDecoder.readRecurringString]] keeps apart. */
   val RecurringSlots = 3
