@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.sparkreplicate.Fixtures._
 import io.sparkreplicate.catalyst.{MessageReader, ReadCounters}
-import io.sparkreplicate.kafka.{KafkaMessageInput, KafkaOptions, KafkaPlanner}
+import io.sparkreplicate.kafka.{KafkaMessageInput, KafkaOptions, KafkaPlanner, KafkaSchemaTopicRefresh}
 
 /**
  * The Kafka source without a broker: its options, and messages decoded from rows shaped as Spark's
@@ -29,14 +29,15 @@ class KafkaSourceSuite extends AnyFunSuite {
     assert(options.schemaTopic.contains("hr-md"))
   }
 
-  test("the schema topic is read whole, with the data's client settings only") {
-    assert(parse(kafka ++ Map("schemaTopic" -> "hr-md")).metadataSource == Map(
-      "kafka.bootstrap.servers" -> "127.0.0.1:9092", "kafka.security.protocol" -> "PLAINTEXT",
-      "subscribe" -> "hr-md", "startingOffsets" -> "earliest", "endingOffsets" -> "latest"))
+  test("the schema topic is read by a consumer of the data's client settings only") {
+    val refresh = parse(kafka ++ Map("schemaTopic" -> "hr-md")).refresh(DecodeLimits.Default).get
+      .asInstanceOf[KafkaSchemaTopicRefresh]
+    assert(refresh.topic == "hr-md")
+    assert(refresh.settings == Map("bootstrap.servers" -> "127.0.0.1:9092", "security.protocol" -> "PLAINTEXT"))
   }
 
   test("without a schema topic the metadata comes from all of the data topics") {
-    val source = parse(kafka + ("endingOffsets" -> """{"hr":{"0":5}}""")).metadataSource
+    val source = parse(kafka + ("endingOffsets" -> """{"hr":{"0":5}}""")).dataTopicsWhole
     assert(source("subscribe") == "hr" && source("startingOffsets") == "earliest" && source("endingOffsets") == "latest")
   }
 
@@ -119,7 +120,7 @@ class KafkaSourceSuite extends AnyFunSuite {
 
   test("the metadata scan of a partition's records closes Spark's reader") {
     val reader = records(record(salaries.metadataEnvelope(), 0), record(null, 1))
-    assert(KafkaPlanner.scanMetadata(reader, DecodeLimits.Default, strict = true).map(_.schemaId) == Seq(salaries.schemaId))
+    assert(KafkaPlanner.scanMetadata(reader, DecodeLimits.Default).map(_.schemaId) == Seq(salaries.schemaId))
     assert(reader.closed)
   }
 }

@@ -16,30 +16,28 @@ import io.sparkreplicate.catalyst.MetadataRefresh
 final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[String]) {
 
   /**
-   * Spark's Kafka source options that read the topic holding the metadata, from its earliest
-   * offset to its latest, with the same `kafka.*` client settings as the data.
+   * Without a schema topic: Spark's Kafka source options that read the subscribed topics whole,
+   * from their earliest offsets to their latest, for their metadata messages.
    */
-  def metadataSource: Map[String, String] = schemaTopic match {
-    case Some(topic) =>
-      clientOptions ++ Map("subscribe" -> topic, "startingOffsets" -> "earliest", "endingOffsets" -> "latest")
-    case None =>
-      source.filter { case (k, _) => !KafkaOptions.OffsetOptions(k.toLowerCase(Locale.ROOT)) } ++
-        Map("startingOffsets" -> "earliest", "endingOffsets" -> "latest")
-  }
+  def dataTopicsWhole: Map[String, String] =
+    source.filter { case (k, _) => !KafkaOptions.OffsetOptions(k.toLowerCase(Locale.ROOT)) } ++
+      Map("startingOffsets" -> "earliest", "endingOffsets" -> "latest")
 
   /**
-   * Reads the schema topic with a plain consumer of the `kafka.*` client settings: again in a task
-   * for `metadataWait`, and first for `from_replicate`. None without one: the data topics'
-   * metadata was all read when the query was planned, so there is nothing to wait for.
+   * Reads the schema topic with a plain consumer of the `kafka.*` client settings: on the driver
+   * when a query is planned or `from_replicate` analysed, and again in a task for `metadataWait`.
+   * None without one: the data topics' metadata was all read when the query was planned, so there
+   * is nothing to wait for.
    */
   def refresh(limits: DecodeLimits): Option[MetadataRefresh] = schemaTopic.map { topic =>
-    new KafkaSchemaTopicRefresh(clientOptions.map { case (k, v) => k.drop(KafkaOptions.ClientPrefix.length) -> v },
-      topic, limits)
+    new KafkaSchemaTopicRefresh(clientSettings, topic, limits)
   }
 
-  /** The `kafka.*` options: the Kafka client's settings. */
-  private def clientOptions: Map[String, String] =
-    source.filter { case (k, _) => k.toLowerCase(Locale.ROOT).startsWith(KafkaOptions.ClientPrefix) }
+  /** The Kafka client's settings: the `kafka.*` options, without their prefix. */
+  private def clientSettings: Map[String, String] = source.collect {
+    case (k, v) if k.toLowerCase(Locale.ROOT).startsWith(KafkaOptions.ClientPrefix) =>
+      k.drop(KafkaOptions.ClientPrefix.length) -> v
+  }
 
   /** Where the metadata comes from, for error messages. */
   def metadataOrigin: String = schemaTopic.fold(s"Kafka $describe")(topic => s"Kafka topic $topic")

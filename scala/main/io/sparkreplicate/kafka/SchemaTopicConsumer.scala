@@ -19,10 +19,10 @@ import io.sparkreplicate.codec.TableVersion
 
 /**
  * Reads Replicate's metadata topic on Kafka whole, from its first offset to its end, with a plain
- * consumer of the data's `kafka.*` client settings. This reads metadata only, where no Spark job
- * can run (in a task whose message waits for its metadata, or while `from_replicate` is analysed):
- * the data itself is read by Spark's Kafka source alone. The consumer assigns itself every
- * partition and commits nothing, so it joins no consumer group.
+ * consumer of the data's `kafka.*` client settings: on the driver, where one message per table
+ * version takes no Spark job, and in a task whose message waits for its metadata, where no Spark
+ * job can run. This reads metadata only: the data itself is read by Spark's Kafka source alone.
+ * The consumer assigns itself every partition and commits nothing, so it joins no consumer group.
  */
 object SchemaTopicConsumer {
   private val PollMillis = 200L
@@ -47,6 +47,9 @@ object SchemaTopicConsumer {
     val properties = new Properties
     settings.foreach { case (k, v) => properties.put(k, v) }
     properties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false")
+    // A misspelt schema topic must read as empty (as Spark's Kafka source reads it), not be created
+    // by a broker that creates the topics clients ask for.
+    properties.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false")
     properties.remove(ConsumerConfig.GROUP_ID_CONFIG)
     new KafkaConsumer(properties, new ByteArrayDeserializer, new ByteArrayDeserializer)
   }
@@ -85,16 +88,19 @@ object SchemaTopicConsumer {
     override def describePosition: String = KafkaMessageInput.position(record.topic, record.partition, record.offset)
     override def writeSource(row: InternalRow): Unit = KafkaMessageInput.writeSource(row,
       UTF8String.fromString(record.topic), record.partition, record.offset, record.timestamp * 1000L, record.key)
-    override def close(): Unit = consumer.close()
+    // Without waiting: the consumer commits nothing and belongs to no group, and a graceful close
+    // waits for the fetch it sent after its last records, which the broker holds open for
+    // `fetch.max.wait.ms` (500 ms by default) when no record follows: half a second per read.
+    override def close(): Unit = consumer.close(Duration.ZERO)
   }
 }
 
 /**
- * Reads the Kafka schema topic: on the driver for `from_replicate`, and again for `metadataWait`
- * in the task whose message waits. It names no Kafka class itself, so that a session without
+ * Reads the Kafka schema topic: on the driver when a read is planned or `from_replicate` analysed,
+ * and again for `metadataWait` in the task whose message waits. It names no Kafka class itself, so that a session without
  * Kafka's client gets the error that says how to add it.
  */
-final class KafkaSchemaTopicRefresh(settings: Map[String, String], topic: String, limits: DecodeLimits)
+final class KafkaSchemaTopicRefresh(val settings: Map[String, String], val topic: String, limits: DecodeLimits)
     extends MetadataRefresh {
   override def read(): Seq[TableVersion] = try SchemaTopicConsumer.read(settings, topic, limits) catch {
     case e: NoClassDefFoundError if String.valueOf(e.getMessage).startsWith("org/apache/kafka/") =>

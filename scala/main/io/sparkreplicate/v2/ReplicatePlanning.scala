@@ -29,11 +29,11 @@ private[v2] object ReplicatePlanning {
     }
   }
 
-  /** A read of Kafka: the metadata is read through Spark's Kafka source, by a Spark job. */
+  /** A read of Kafka: a schema topic is read on the driver, the data topics' metadata by a Spark job. */
   def planKafka(options: Map[String, String]): KafkaPlan = {
     val decode = DecodeOptions.parse(options, SessionBinding.defaults(SparkSession.active))
     val kafka = KafkaOptions.parse(options, decode)
-    try KafkaPlanner.plan(decode, kafka, SparkKafkaSource.scanMetadata(_, decode.limits, _)) catch {
+    try KafkaPlanner.plan(decode, kafka, SparkKafkaSource.scanMetadata(_, decode.limits)) catch {
       case e: ReplicateException => throw decode.redaction(e)
     }
   }

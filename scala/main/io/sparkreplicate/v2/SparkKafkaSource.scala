@@ -33,11 +33,11 @@ private[v2] object SparkKafkaSource {
    * The metadata messages of the records `options` select, read by a Spark job over the input
    * partitions of Spark's Kafka batch (its readers run in tasks only).
    */
-  def scanMetadata(options: Map[String, String], limits: DecodeLimits, strict: Boolean): Seq[TableVersion] = {
+  def scanMetadata(options: Map[String, String], limits: DecodeLimits): Seq[TableVersion] = {
     val batch = scan(options).toBatch
     val factory = batch.createReaderFactory()
     ReplicatePlanning.metadataJob(SparkSession.active, batch.planInputPartitions().toSeq)(partition =>
-      KafkaPlanner.scanMetadata(factory.createReader(partition), limits, strict))
+      KafkaPlanner.scanMetadata(factory.createReader(partition), limits))
   }
 
   private def provider(): TableProvider = {
