@@ -97,8 +97,8 @@ object SchemaTopicConsumer {
 
 /**
  * Reads the Kafka schema topic: on the driver when a read is planned or `from_replicate` analysed,
- * and again for `metadataWait` in the task whose message waits. It names no Kafka class itself, so that a session without
- * Kafka's client gets the error that says how to add it.
+ * and again for `metadataWait` in the task whose message waits. It names no Kafka class itself,
+ * so that a session without Kafka's client gets the error that says how to add it.
  */
 final class KafkaSchemaTopicRefresh(val settings: Map[String, String], val topic: String, limits: DecodeLimits)
     extends MetadataRefresh {
