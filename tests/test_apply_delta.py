@@ -149,6 +149,22 @@ def test_a_batch_holding_each_change_twice_applies_it_once_and_ignores_each_repe
 
 
 @needs_delta
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+def test_staged_rows_are_written_without_dictionaries(spark, zone, tmp_path, implementation):
+    """The staged files are read whole and never searched: no column of them is dictionary-encoded
+    (Parquet's default would encode every one of them so, at a cost per value written)."""
+    import pyarrow.parquet as pq
+
+    target = tmp_path / "departments"
+    apply(implementation, read_table(spark, zone, "HR.DEPARTMENTS"), target)
+    files = sorted((target / "_spark_replicate" / "staged").glob("*.parquet"))
+    chunks = [meta.row_group(g).column(c) for meta in (pq.ParquetFile(f).metadata for f in files)
+              for g in range(meta.num_row_groups) for c in range(meta.num_columns)]
+    assert chunks and sum(meta.num_rows for meta in (pq.ParquetFile(f).metadata for f in files)) > 0
+    assert [c.path_in_schema for c in chunks if c.has_dictionary_page] == []
+
+
+@needs_delta
 @pytest.mark.slow
 def test_files_shuffled_and_some_delivered_twice(spark, zone, tmp_path):
     """One batch per landed file, in a random order, one file twice: a key's changes are in its

@@ -72,6 +72,13 @@ private[cdc] object DeltaTarget {
    */
   private[cdc] val MergeMaterializeSource = "spark.databricks.delta.merge.materializeSource"
 
+  /**
+   * Staged rows are written once and read whole, a few times, never searched: Parquet's
+   * dictionaries (a hash lookup per value written) would only cost time, about a tenth of a
+   * batch's staging.
+   */
+  private[cdc] val StagedWithoutDictionaries = "parquet.enable.dictionary" -> "false"
+
   def checkScdType(scdType: Int): Unit =
     require(scdType == 1 || scdType == 2, s"scdType=$scdType: 1 (current state) or 2 (history)")
 
@@ -221,7 +228,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     // version) and statistics would only cost time. A run that dies while writing them has not
     // logged the batch staged, so the next run stages it again; once logged, nothing rewrites them
     // before the batch is logged applied.
-    staged.withColumnRenamed(ChangeSeq, StartAt).write.mode("overwrite").parquet(stagedPath)
+    staged.withColumnRenamed(ChangeSeq, StartAt).write.mode("overwrite").option(StagedWithoutDictionaries._1,
+      StagedWithoutDictionaries._2).parquet(stagedPath)
     val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     appendLog(entry)
