@@ -228,8 +228,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     // version) and statistics would only cost time. A run that dies while writing them has not
     // logged the batch staged, so the next run stages it again; once logged, nothing rewrites them
     // before the batch is logged applied.
-    staged.withColumnRenamed(ChangeSeq, StartAt).write.mode("overwrite").option(StagedWithoutDictionaries._1,
-      StagedWithoutDictionaries._2).parquet(stagedPath)
+    staged.withColumnRenamed(ChangeSeq, StartAt).write.mode("overwrite").options(Map(StagedWithoutDictionaries))
+      .parquet(stagedPath)
     val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     appendLog(entry)
