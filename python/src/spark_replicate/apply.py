@@ -29,9 +29,9 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession, functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from spark_replicate.cdc import (DELETE, DERIVED, END_AT, LAST, OPERATION, RANK, SEQUENCE, START_AT, Layout,
-                                 change_events, quote, quoted, replay, replay_last, slot, sql_names, sql_string,
-                                 table_layout, windows)
+from spark_replicate.cdc import (DELETE, DERIVED, END_AT, FULL, LAST, OPERATION, PARTIAL, RANK, SEQUENCE, START_AT,
+                                 Layout, change_events, full_struct, order_struct, quote, quoted, replay, replay_last,
+                                 sql_names, sql_string, table_layout, windows)
 from spark_replicate.session import jit_sized_methods, session_setting
 
 __all__ = ["apply_changes", "ApplyResult"]
@@ -275,12 +275,13 @@ class _State:
         if self.scd_type == 2:
             rows, sequence = rows.where(f"{END_AT} IS NULL"), START_AT
         present = set(rows.columns)
-        slot_types = {f.name: f.dataType.simpleString() for f in events.schema.fields}
+        full = full_struct(order_struct("0", sequence, f"'{_BASELINE}'", "false"),
+                           [quote(c) if c in present else "NULL" for c in layout.values])
         return (rows.join(fresh.select(*map(quoted, layout.keys)).distinct(), layout.keys, "left_semi")
                 .selectExpr(*map(quote, layout.keys), f"{sequence} AS {SEQUENCE}", f"'{_BASELINE}' AS {OPERATION}",
                             f"0 AS {RANK}", f"false AS {DERIVED}",
-                            *(f"CAST(named_struct('v', {quote(c) if c in present else 'NULL'}) AS {slot_types[slot(i)]}) "
-                              f"AS {slot(i)}" for i, c in enumerate(layout.values))))
+                            f"CAST({full} AS {events.schema[FULL].dataType.simpleString()}) AS {FULL}",
+                            f"NULL AS {PARTIAL}"))
 
     def _counts(self, changes: DataFrame) -> tuple[int, int, int, int, int]:
         """The batch's counts from ``staged`` and its input's rows, in one job; then the rows staged."""

@@ -5,10 +5,14 @@ only the DataFrame API, so they run on Spark Connect too. The rules are in the R
 "Applying changes"; ``io.sparkreplicate.cdc.Changes`` implements the same ones in Scala.
 
 How: every change becomes an event on its key (an UPDATE that changes the key also becomes a
-DELETE of the old key). Over a window per key, ordered by change sequence with full-load rows
-first, each column's value after an event is the last value an event set: a column the event
-does not set (not in its column mask) is null in that event's ``struct(value)``, which
-``last(..., ignorenulls)`` skips, while a real NULL is a non-null struct holding null.
+DELETE of the old key), ordered per key by change sequence with full-load rows first. An event
+that sets every column (its mask names them all, or it starts a row) carries them in one struct,
+``FULL``; an event whose mask leaves columns out carries its values, its mask and its order in
+another, ``PARTIAL``. Over a window per key, a column's value after an event is the value of the
+last ``PARTIAL`` that set it if that came after the last ``FULL``, else that ``FULL``'s: each is a
+``last(..., ignorenulls)``, where a column an event does not set is null while a real NULL is a
+non-null struct holding null. So the events cross the shuffle and the sort as one struct each,
+and most add one value to the window, not one per column.
 :mod:`spark_replicate.apply` replays a batch the same way over the rows a Delta table holds.
 """
 
@@ -28,6 +32,9 @@ DELETE = "DELETE"
 # Internal columns of the events and of their replay.
 LAST, RANK, DERIVED = "__replicate_last", "__replicate_rank", "__replicate_derived"
 REPEATED = "__replicate_repeated"
+# An event's values when it sets every column: struct(o: its order, v: struct of the values); and
+# when it does not: struct(m0, m1...: its mask (see mask_words), o, v).
+FULL, PARTIAL = "__replicate_full", "__replicate_partial"
 # Per change row, computed once for all its columns: whether it moves its row to a new key, whether
 # it sets every column, and whether its column mask names every column (or is null).
 _MOVED, _WHOLE_ROW, _ALL_PRESENT = "__replicate_moved", "__replicate_whole_row", "__replicate_all_present"
@@ -87,11 +94,38 @@ def slot(index: int) -> str:
     return f"__replicate_{index}"
 
 
+def mask_words(layout: Layout) -> int:
+    """The 64-bit words of a ``PARTIAL``'s mask: bit ``i % 64`` of word ``i // 64`` is value column ``i``."""
+    return (len(layout.values) + 63) // 64
+
+
+def bit(index: int) -> str:
+    """Value column ``index``'s bit in its mask word (SQL)."""
+    return f"shiftleft(1L, {index % 64})"
+
+
+def order_struct(rank: str, sequence: str, operation: str, derived: str) -> str:
+    """An event's place in :func:`event_order` as one struct, which compares as the order does."""
+    return f"named_struct('r', {rank}, 's', {sequence}, 'p', {operation}, 'd', {derived})"
+
+
+def value_struct(values) -> str:
+    """The field ``v``, the value columns' ``values`` (SQL) as fields v0, v1..., as ``named_struct``'s
+    trailing arguments; none for a table whose columns are all keys."""
+    fields = ", ".join(f"'v{i}', {v}" for i, v in enumerate(values))
+    return f", 'v', named_struct({fields})" if fields else ""
+
+
+def full_struct(order: str, values: list[str]) -> str:
+    """The ``FULL`` of an event at ``order`` that sets the value columns to ``values`` (SQL)."""
+    return f"named_struct('o', {order}{value_struct(values)})"
+
+
 def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     """Every change as an event on its key (a change delivered twice, twice: :func:`replay` drops
     the repeat): the keys, change sequence, operation, ``RANK`` 1 (a change, not a baseline),
-    ``DERIVED`` (the DELETE of a moved row's old key), and per value column a slot:
-    ``struct(value)`` when the event sets it, else null."""
+    ``DERIVED`` (the DELETE of a moved row's old key), and ``FULL`` when the event sets every
+    column, else ``PARTIAL``."""
     # SQL text, not Column functions: on a classic session each of those is several py4j calls, and
     # a table of ten columns took a second of them per batch.
     keys, values = layout.keys, layout.values
@@ -103,18 +137,25 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     flagged = changes.selectExpr(
         "*", f"{moved} AS {_MOVED}", f"{OPERATION} IN ('INSERT', 'REFRESH') OR {moved} AS {_WHOLE_ROW}",
         f"{_PRESENT} IS NULL OR {_PRESENT} = array({', '.join(map(sql_string, layout.columns))}) AS {_ALL_PRESENT}")
+    order = order_struct("1", SEQUENCE, OPERATION, "false")
+
+    def in_mask(column: str) -> str:
+        return f"array_contains({_PRESENT}, {sql_string(column)})"
 
     # A moved row starts from its before-image for the columns its mask leaves out.
-    def set_value(column: str) -> str:
-        in_mask = f"({_ALL_PRESENT} OR array_contains({_PRESENT}, {sql_string(column)}))"
-        value = f"CASE WHEN {_MOVED} AND NOT {in_mask} THEN {before}.{quote(column)} ELSE {quote(column)} END"
-        return f"CASE WHEN {_WHOLE_ROW} OR {in_mask} THEN named_struct('v', {value}) END"
-
-    events = flagged.selectExpr(*map(quote, keys), SEQUENCE, OPERATION, f"1 AS {RANK}", f"false AS {DERIVED}",
-                                *(f"{set_value(c)} AS {slot(i)}" for i, c in enumerate(values)))
-    moved_away = flagged.where(_MOVED).selectExpr(  # (the union gives the null slots the events' type)
+    full_values = [f"CASE WHEN {_MOVED} AND NOT ({_ALL_PRESENT} OR {in_mask(c)}) THEN {before}.{quote(c)} "
+                   f"ELSE {quote(c)} END" for c in values]
+    sets_all = f"({_WHOLE_ROW} OR {_ALL_PRESENT})"
+    masks = "".join(f"'m{w}', " + " | ".join(f"IF({in_mask(c)}, {bit(i)}, 0L)" for i, c in enumerate(values)
+                                             if i // 64 == w) + ", " for w in range(mask_words(layout)))
+    partial = f"named_struct({masks}'o', {order}{value_struct(list(map(quote, values)))})"
+    events = flagged.selectExpr(
+        *map(quote, keys), SEQUENCE, OPERATION, f"1 AS {RANK}", f"false AS {DERIVED}",
+        f"CASE WHEN {sets_all} THEN {full_struct(order, full_values)} END AS {FULL}",
+        f"CASE WHEN NOT {sets_all} THEN {partial} END AS {PARTIAL}")
+    moved_away = flagged.where(_MOVED).selectExpr(  # (the union gives the nulls the events' types)
         *(f"{before}.{quote(k)} AS {quote(k)}" for k in keys), SEQUENCE, f"'{DELETE}' AS {OPERATION}",
-        f"1 AS {RANK}", f"true AS {DERIVED}", *(f"NULL AS {slot(i)}" for i in range(len(values))))
+        f"1 AS {RANK}", f"true AS {DERIVED}", f"NULL AS {FULL}", f"NULL AS {PARTIAL}")
     return events.unionByName(moved_away)
 
 
@@ -167,10 +208,25 @@ def _replayed(events: DataFrame, layout: Layout, frame: str, *more: str) -> Data
     """Every event with the keys, operation, ``RANK``, ``DERIVED``, the table's columns as they
     stand after the events of ``frame`` (a window of :func:`windows`), change sequence, ``LAST`` and
     ``more``: windows of one order, so one operator."""
-    return events.selectExpr(
-        *map(quote, layout.keys), OPERATION, RANK, DERIVED,
-        *(f"(last({slot(i)}, true) OVER ({frame})).v AS {quote(c)}" for i, c in enumerate(layout.values)),
-        SEQUENCE, f"lead(false, 1, true) OVER ({windows(layout).order}) AS {LAST}", *more)
+    # Shuffled and sorted as they are, before the window: Spark would otherwise do so after the
+    # projection that spreads each PARTIAL into its columns' slots, whose every slot carries the
+    # event's order (when nearly every UPDATE's mask leaves a column out, that cost 1.2x the time).
+    ordered = events.repartition(*map(quoted, layout.keys)).sortWithinPartitions(
+        *map(quoted, layout.keys), RANK, F.col(SEQUENCE).asc_nulls_first(), OPERATION, DERIVED)
+    last_full = "__replicate_last_full"
+
+    def slot_set(i: int) -> str:
+        return (f"CASE WHEN ({PARTIAL}.m{i // 64} & {bit(i)}) != 0 "
+                f"THEN named_struct('v', {PARTIAL}.v.v{i}, 'o', {PARTIAL}.o) END")
+    windowed = ordered.selectExpr(
+        *map(quote, layout.keys), OPERATION, RANK, DERIVED, SEQUENCE,
+        f"last({FULL}, true) OVER ({frame}) AS {last_full}",
+        *(f"last({slot_set(i)}, true) OVER ({frame}) AS {slot(i)}" for i in range(len(layout.values))),
+        f"lead(false, 1, true) OVER ({windows(layout).order}) AS {LAST}", *more)
+    # A column's last slot counts only if it came after the last event that set every column.
+    values = (f"CASE WHEN {slot(i)} IS NOT NULL AND ({last_full} IS NULL OR {slot(i)}.o > {last_full}.o) "
+              f"THEN {slot(i)}.v ELSE {last_full}.v.v{i} END AS {quote(c)}" for i, c in enumerate(layout.values))
+    return windowed.selectExpr("*", *values).drop(last_full, *(slot(i) for i in range(len(layout.values))))
 
 
 def sql_names(columns: list[str]) -> str:

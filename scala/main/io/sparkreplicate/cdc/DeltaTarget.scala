@@ -250,9 +250,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       val present = rows.columns.toSet
       rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
         .select(layout.keys.map(quoted) ++ Seq(sequence.as(ChangeSeq), lit("BASELINE").as(Operation), lit(0).as(Rank),
-          lit(false).as(Derived)) ++ layout.values.zipWithIndex.map { case (c, i) =>
-            struct((if (present(c)) quoted(c) else lit(null)).as("v")).cast(events.schema(slot(i)).dataType).as(slot(i))
-          }: _*)
+          lit(false).as(Derived), fullStruct(orderStruct(lit(0), sequence, lit("BASELINE"), lit(false)),
+            layout.values.map(c => if (present(c)) quoted(c) else lit(null))).cast(events.schema(Full).dataType).as(Full),
+          lit(null).cast(events.schema(Partial).dataType).as(Partial)): _*)
     }
 
   /** The batch's counts from `staged` and its input's rows, in one job; then the rows staged. */
