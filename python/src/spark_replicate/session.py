@@ -18,7 +18,7 @@ Paths = Union[str, Iterable[str]]
 # Registers the connector's SQL functions (``from_replicate``) in the session.
 EXTENSIONS = "io.sparkreplicate.ReplicateExtensions"
 # HotSpot never JIT-compiles a method of over 8,000 bytes of bytecode, and Spark's whole-stage code
-# for a wide projection (the apply helpers' events carry a value slot per column) outgrows that and
+# for a wide projection (the apply helpers' events carry a value per column) outgrows that and
 # runs interpreted: latest_state over 400,000 changes of a 30-column table took 1.4x as long. At this
 # limit Spark splits such a stage instead: its own advice for HotSpot, which its default (65535, the
 # largest method Java allows) does not follow.

@@ -45,7 +45,7 @@ private[cdc] object DeltaTarget {
     "deleted", "ignored").map(name => StructField(name, if (name == "status" || name == "stream") StringType else LongType)))
 
   /**
-   * A batch's events carry a value slot per column, and Spark's whole-stage code for them outgrows
+   * A batch's events carry a value per column, and Spark's whole-stage code for them outgrows
    * 8,000 bytes of bytecode per method on wide tables, which HotSpot never JIT-compiles: the stage
    * then runs interpreted (`latest_state` of a 30-column table took 1.4x as long). At this limit Spark splits such a stage instead (its own advice
    * for HotSpot; its default is 65535, the largest method Java allows). A batch runs with it unless
