@@ -32,6 +32,8 @@ DELETE = "DELETE"
 # Internal columns of the events and of their replay.
 LAST, RANK, DERIVED = "__replicate_last", "__replicate_rank", "__replicate_derived"
 REPEATED = "__replicate_repeated"
+# What orders each key's events, every one ascending with nulls first (Spark's default).
+ORDER_COLUMNS = (RANK, SEQUENCE, OPERATION, DERIVED)
 # An event's values when it sets every column: struct(o: its order, v: struct of the values); and
 # when it does not: struct(m0, m1...: its mask (see mask_words), o, v).
 FULL, PARTIAL = "__replicate_full", "__replicate_partial"
@@ -162,8 +164,7 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
 def event_order(layout: Layout) -> str:
     """The events of each key in the order they happened, as a window's SQL: a window over it
     after :func:`replay` reuses its sort."""
-    return (f"PARTITION BY {sql_names(layout.keys)} "
-            f"ORDER BY {RANK}, {SEQUENCE} ASC NULLS FIRST, {OPERATION}, {DERIVED}")
+    return f"PARTITION BY {sql_names(layout.keys)} ORDER BY {', '.join(ORDER_COLUMNS)}"
 
 
 class Windows(NamedTuple):
@@ -189,7 +190,7 @@ def replay(events: DataFrame, layout: Layout) -> DataFrame:
     landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
     repeats here, in the window's own sort, spares a shuffle and a sort of the whole input."""
     over = windows(layout)
-    repeated = " AND ".join(f"lead({c}) OVER ({over.order}) <=> {c}" for c in (RANK, SEQUENCE, OPERATION, DERIVED))
+    repeated = " AND ".join(f"lead({c}) OVER ({over.order}) <=> {c}" for c in ORDER_COLUMNS)
     return _replayed(events, layout, over.so_far, f"lead({SEQUENCE}) OVER ({over.order}) AS {END_AT}",
                      f"{repeated} AS {REPEATED}").where(f"NOT {REPEATED}").drop(REPEATED)
 
@@ -212,7 +213,7 @@ def _replayed(events: DataFrame, layout: Layout, frame: str, *more: str) -> Data
     # projection that spreads each PARTIAL into its columns' slots, whose every slot carries the
     # event's order (when nearly every UPDATE's mask leaves a column out, that cost 1.2x the time).
     ordered = events.repartition(*map(quoted, layout.keys)).sortWithinPartitions(
-        *map(quoted, layout.keys), RANK, F.col(SEQUENCE).asc_nulls_first(), OPERATION, DERIVED)
+        *map(quoted, layout.keys), *ORDER_COLUMNS)
     last_full = "__replicate_last_full"
 
     def slot_set(i: int) -> str:

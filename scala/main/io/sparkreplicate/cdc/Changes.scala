@@ -33,6 +33,8 @@ object Changes {
   private[cdc] val Rank = "__replicate_rank"
   private[cdc] val Derived = "__replicate_derived"
   private val Repeated = "__replicate_repeated"
+  /** What orders each key's events, every one ascending with nulls first (Spark's default). */
+  private def orderColumns: Seq[Column] = Seq(Rank, ChangeSeq, Operation, Derived).map(col)
   /**
    * An event's values when it sets every column: struct(o: its order, v: struct of the values); and
    * when it does not: struct(m0, m1...: its mask, bit i % 64 of word i / 64 for value column i, o, v).
@@ -194,7 +196,7 @@ object Changes {
 
   /** The events of each key in the order they happened: a window over it after [[replay]] reuses its sort. */
   private[cdc] def eventOrder(layout: Layout): WindowSpec = Window.partitionBy(layout.keys.map(quoted): _*)
-    .orderBy(col(Rank), col(ChangeSeq).asc_nulls_first, col(Operation), col(Derived))
+    .orderBy(orderColumns: _*)
 
   /**
    * Every event of every key once, with all the table's columns as they stand after it, its
@@ -206,7 +208,7 @@ object Changes {
    */
   private[cdc] def replay(events: DataFrame, layout: Layout): DataFrame = {
     val order = eventOrder(layout)
-    val repeated = Seq(Rank, ChangeSeq, Operation, Derived).map(c => lead(col(c), 1).over(order) <=> col(c)).reduce(_ && _)
+    val repeated = orderColumns.map(c => lead(c, 1).over(order) <=> c).reduce(_ && _)
     replayed(events, layout, soFar(layout), lead(col(ChangeSeq), 1).over(order).as(EndAt), repeated.as(Repeated))
       .where(!col(Repeated)).drop(Repeated)
   }
@@ -240,7 +242,7 @@ object Changes {
     // event's order (when nearly every UPDATE's mask leaves a column out, that cost 1.2x the time).
     val keys = layout.keys.map(quoted)
     val ordered = events.repartition(keys: _*)
-      .sortWithinPartitions(keys ++ Seq(col(Rank), col(ChangeSeq).asc_nulls_first, col(Operation), col(Derived)): _*)
+      .sortWithinPartitions(keys ++ orderColumns: _*)
     val slots = layout.values.indices.map(slot)
     val partial = col(Partial)
     def slotSet(i: Int): Column = when((partial.getField(s"m${i / 64}") bitwiseAND bit(i)) =!= 0,
