@@ -52,14 +52,15 @@ def _run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _session(command: str, master: str, conf: dict[str, str] | None = None, delta: bool = False):
+def _session(command: str, master: str, conf: dict[str, str] | None = None, delta: bool = False,
+             kafka: bool = False):
     # Imported here so that `generate` works without starting (or even importing) Spark.
     from pyspark.sql import SparkSession
 
     import spark_replicate
 
     builder = spark_replicate.configure_spark(SparkSession.builder.master(master).appName(f"spark-replicate {command}"),
-                                              delta=delta)
+                                              kafka=kafka, delta=delta)
     # Spark's stage progress bar redraws one line with carriage returns: shown on a terminal only.
     settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower()}
     for key, value in {**settings, **(conf or {})}.items():
@@ -148,20 +149,27 @@ def _stop_on_signals() -> threading.Event:
 
 def _run_apply(args: argparse.Namespace) -> int:
     from spark_replicate.export import ExportError
+    from spark_replicate.session import _is_kafka
     from spark_replicate.topic import ReplicateError, apply_continuously, apply_topic
 
+    reading = dict(args.option, **({} if args.mode is None else {"mode": args.mode}))
+    kafka = _is_kafka(reading)
+    if bool(args.input) == kafka:
+        print("spark-replicate apply: give the landed data topics as INPUT, or read Kafka with --option "
+              "kafka.bootstrap.servers=... and --option subscribe=... (and no INPUT)", file=sys.stderr)
+        return 2
     stop = _stop_on_signals() if args.continuous else None
-    target, reading = os.path.abspath(args.target), {} if args.mode is None else {"mode": args.mode}
-    spark = _session("apply", args.master, delta=True)
+    target, source = os.path.abspath(args.target), args.input or None
+    spark = _session("apply", args.master, delta=True, kafka=kafka)
     try:
         if args.continuous:
-            results = apply_continuously(spark, args.input, target, args.schema_topic, args.scd_type,
+            results = apply_continuously(spark, source, target, args.schema_topic, args.scd_type,
                                          args.transactional, args.interval, reading, progress=_progress("apply"),
                                          should_stop=stop.is_set)
         else:
-            results = apply_topic(spark, args.input, target, schema_topic=args.schema_topic, scd_type=args.scd_type,
+            results = apply_topic(spark, source, target, schema_topic=args.schema_topic, scd_type=args.scd_type,
                                   transactional=args.transactional, **reading)
-    except (ReplicateError, ExportError) as e:
+    except (ReplicateError, ExportError, ValueError) as e:
         print(f"spark-replicate apply: {e}", file=sys.stderr)
         return 2
     finally:
@@ -186,10 +194,19 @@ def _run_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_landing_arguments(parser: argparse.ArgumentParser) -> None:
-    """The input of a command that reads every table of landed topics, its mode and master."""
-    parser.add_argument("input", nargs="+", help="landed data topic(s): paths or globs")
-    parser.add_argument("--schema-topic", help="landed schema topic; by default the metadata messages of the input")
+def _add_landing_arguments(parser: argparse.ArgumentParser, kafka: bool = False) -> None:
+    """The input of a command that reads every table of landed topics (with ``kafka``, or of Kafka
+    topics, given by reader options), its mode and master."""
+    if kafka:
+        parser.add_argument("input", nargs="*", help="landed data topic(s): paths or globs; none to read Kafka")
+        parser.add_argument("--schema-topic", help="landed schema topic (over Kafka, its Kafka topic); by default "
+                                                   "the metadata messages of the input")
+        parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", type=_reader_option,
+                            help="a reader option, repeatable: over Kafka kafka.bootstrap.servers=HOST:PORT and "
+                                 "subscribe=TOPICS (or subscribePattern, assign), then any of Spark's Kafka options")
+    else:
+        parser.add_argument("input", nargs="+", help="landed data topic(s): paths or globs")
+        parser.add_argument("--schema-topic", help="landed schema topic; by default the metadata messages of the input")
     parser.add_argument("--mode", type=str.upper, choices=("FAILFAST", "PERMISSIVE", "DROPMALFORMED"),
                         help="what a malformed message does (the reader's `mode`; default FAILFAST)")
     parser.add_argument("--master", default="local[*]")
@@ -240,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         description="MERGEs the changes of each table of the landed topic(s) into the Delta table DIR/<SCHEMA.TABLE> "
                     "(created when absent), by the rules of the README's \"Applying changes\". A rerun finishes an "
                     "interrupted run and applies only the changes not applied yet; it prints one line per table.")
-    _add_landing_arguments(apply)
+    _add_landing_arguments(apply, kafka=True)
     apply.add_argument("--target", required=True, metavar="DIR")
     apply.add_argument("--scd-type", type=int, choices=(1, 2), default=1,
                        help="1: the current state (default); 2: the history, with __START_AT and __END_AT")

@@ -203,6 +203,8 @@ def read(
 
     ``path`` and ``schema_topic`` take one path or glob or several; ``table`` is ``SCHEMA.TABLE``;
     other options (``mode``, ``framing``, ``expand_masks``/``expandMasks``, ...) pass through.
+    Over Kafka (``kafka.bootstrap.servers`` and ``subscribe``... among the options) ``path`` is
+    None and ``schema_topic`` the Kafka topic of the metadata messages.
     """
     reader = spark.read.format("replicate")
     if schema_topic is not None:
@@ -211,7 +213,7 @@ def read(
         reader = reader.option("table", table)
     for name, value in options.items():
         reader = reader.option(_option_name(name), _option_value(value))
-    return reader.load(path if isinstance(path, str) else list(path))
+    return reader.load() if path is None else reader.load(path if isinstance(path, str) else list(path))
 
 
 def _path_list(paths: Paths) -> list[str]:
@@ -232,19 +234,47 @@ def read_tables(spark: SparkSession, path: Paths, schema_topic: Paths | None = N
 
     The tables are those the metadata messages of ``schema_topic`` announce (of ``path`` when
     ``schema_topic`` is None), listed through the metadata view; ``options`` are :func:`read`'s
-    (``mode``, ``framing``, ``expand_masks``, ...) and apply to every table's read.
+    (``mode``, ``framing``, ``expand_masks``, ...) and apply to every table's read. Over Kafka
+    (``kafka.bootstrap.servers`` among the options, with ``subscribe``, ``subscribePattern`` or
+    ``assign``) ``path`` is None and ``schema_topic`` the Kafka topic of the metadata messages
+    (None: those of the subscribed topics), read whole whatever the offset options say.
     """
     named = {_option_name(name): value for name, value in options.items()}
     if any(name.lower() in ("table", "schematopic", "messages") for name in named):
         raise TypeError("read_tables reads every table of the metadata: pass neither `table`, `messages` "
                         "nor `schemaTopic` (use the schema_topic argument)")
-    listing = dict(named)
-    if schema_topic is not None:
+    if _is_kafka(named):
+        if path is not None:
+            raise TypeError("over Kafka the data topics are the options `subscribe`, `subscribePattern` or "
+                            "`assign`: pass None as the path")
+        source, listing = None, _kafka_metadata_options(named, schema_topic)
+        where = f"Kafka topic {schema_topic}" if schema_topic is not None else "the subscribed Kafka topics"
+    else:
         # `framing` describes the data paths; the schema topic's framing is always detected.
-        listing = {name: value for name, value in named.items() if name.lower() != "framing"}
-    source = path if schema_topic is None else schema_topic
+        listing = named if schema_topic is None else {n: v for n, v in named.items() if n.lower() != "framing"}
+        source = path if schema_topic is None else schema_topic
+        where = ", ".join(_path_list(source))
     tables = list_tables(spark, source, **listing)
     if not tables:
-        raise ValueError(f"no metadata (MD) message was found in {', '.join(_path_list(source))}; pass "
-                         "schema_topic= the landed topic that holds Replicate's metadata messages")
+        raise ValueError(f"no metadata (MD) message was found in {where}; pass schema_topic= the topic that "
+                         "holds Replicate's metadata messages")
     return {name: read(spark, path, schema_topic=schema_topic, table=name, **named) for name in tables}
+
+
+_KAFKA_SUBSCRIPTIONS = ("subscribe", "subscribepattern", "assign")
+# Where a Kafka read starts and ends: the metadata is read from all of its topic instead.
+_KAFKA_OFFSETS = ("startingoffsets", "endingoffsets", "startingtimestamp", "endingtimestamp",
+                  "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy")
+
+
+def _is_kafka(options: dict[str, object]) -> bool:
+    return any(name.lower() == "kafka.bootstrap.servers" and str(value).strip() for name, value in options.items())
+
+
+def _kafka_metadata_options(options: dict[str, object], schema_topic: Paths | None) -> dict[str, object]:
+    """The options of the metadata view of ``schema_topic`` (None: of the subscribed topics), whole."""
+    listing = {name: value for name, value in options.items() if name.lower() not in _KAFKA_OFFSETS and
+               (schema_topic is None or name.lower() not in _KAFKA_SUBSCRIPTIONS)}
+    if schema_topic is not None:
+        listing["subscribe"] = _option_value(_path_list(schema_topic))
+    return {**listing, "startingOffsets": "earliest", "endingOffsets": "latest"}

@@ -42,7 +42,7 @@ from spark_replicate.apply import (LAST_APPLIED, STATE_DIR, ApplyResult, applied
                                    apply_changes, micro_batch_applier)
 from spark_replicate.cdc import OPERATION, SEQUENCE, table_layout
 from spark_replicate.export import _TableExport, stream_tables
-from spark_replicate.session import Paths, _option_name, _option_value, read_tables
+from spark_replicate.session import Paths, _is_kafka, _option_name, _option_value, read_tables
 
 __all__ = ["apply_topic", "ReplicateError"]
 
@@ -69,7 +69,9 @@ def apply_topic(spark: SparkSession, path: Paths, target: str, schema_topic: Pat
                 **reader_options: object) -> dict[str, ApplyResult]:
     """Applies every table of a landed topic (the tables its metadata announces, as
     :func:`spark_replicate.read_tables` reads them, with ``reader_options``) to its own Delta table
-    ``target/SCHEMA.TABLE``; returns ``{"SCHEMA.TABLE": ApplyResult}``.
+    ``target/SCHEMA.TABLE``; returns ``{"SCHEMA.TABLE": ApplyResult}``. Over Kafka
+    (``kafka.bootstrap.servers`` and ``subscribe``, ``subscribePattern`` or ``assign`` among
+    ``reader_options``) ``path`` is None and ``schema_topic`` the Kafka topic of the metadata.
 
     Each table's state is kept beside its Delta table, so a rerun, after a crash or once more
     files have landed, finishes what was interrupted and applies only the changes not applied yet
@@ -102,6 +104,10 @@ def apply_continuously(spark: SparkSession, path: Paths, target: str, schema_top
                        should_stop: Callable[[], bool] = lambda: False) -> dict[str, ApplyResult]:
     """``apply_topic(continuous=True)``, until ``should_stop()``; ``progress`` gets a line per step and batch."""
     options = {_option_name(name): _option_value(value) for name, value in reader_options.items()}
+    if _is_kafka(options):
+        # Its streams follow landed files; a Kafka topic's would need their own table discovery.
+        raise ValueError("continuous apply follows landed files; over Kafka, apply in batch (each run applies "
+                         "what is new), or apply one table's stream with apply_changes and a checkpoint")
     if transactional:
         return _apply_transactions_continuously(spark, path, target, schema_topic, scd_type, interval_seconds, options,
                                                 progress, should_stop)

@@ -41,6 +41,14 @@ class KafkaSourceSuite extends AnyFunSuite {
     assert(source("subscribe") == "hr" && source("startingOffsets") == "earliest" && source("endingOffsets") == "latest")
   }
 
+  test("the tables to apply are listed from all of the schema topic, else of the data topics") {
+    val options = kafka - "subscribe" + ("subscribePattern" -> "h.*") + ("endingOffsets" -> """{"hr":{"0":5}}""")
+    val ofSchemaTopic = KafkaOptions.metadataListing(options, Some("hr-md"))
+    assert(ofSchemaTopic == kafka + ("subscribe" -> "hr-md") + ("endingOffsets" -> "latest"))
+    val ofDataTopics = KafkaOptions.metadataListing(options, None)
+    assert(ofDataTopics == options + ("startingOffsets" -> "earliest") + ("endingOffsets" -> "latest"))
+  }
+
   test("exactly one of subscribe, subscribePattern and assign") {
     val none = intercept[ReplicateException](parse(kafka - "subscribe"))
     assert(none.errorId == ErrorId.InvalidOption && none.detail.contains("none is set"))

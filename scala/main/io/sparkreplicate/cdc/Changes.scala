@@ -7,6 +7,7 @@ import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.apache.spark.sql.types.StructType
 
 import io.sparkreplicate.catalyst.OutputColumns
+import io.sparkreplicate.kafka.KafkaOptions
 
 /**
  * Apply Replicate changes: the table as it stands after them, its history (SCD type 2), and
@@ -100,7 +101,9 @@ object Changes {
    * read with `options`) applied to its own Delta table `target/SCHEMA.TABLE`: what each batch did,
    * by `SCHEMA.TABLE`. A rerun finishes what was interrupted and applies only the changes not
    * applied yet. With `transactional`, only whole transactions are applied; the rows held for a
-   * later run are counted in [[ApplyResult.held]].
+   * later run are counted in [[ApplyResult.held]]. Over Kafka (`kafka.bootstrap.servers` and
+   * `subscribe`, `subscribePattern` or `assign` among the options) `paths` is empty and
+   * `schemaTopic` the Kafka topic of the metadata messages.
    */
   def applyTopic(spark: SparkSession, paths: Seq[String], target: String, schemaTopic: Option[String] = None,
       scdType: Int = 1, transactional: Boolean = false, options: Map[String, String] = Map.empty): Map[String, ApplyResult] =
@@ -118,6 +121,9 @@ object Changes {
       schemaTopic: Option[String] = None, scdType: Int = 1, transactional: Boolean = false,
       options: Map[String, String] = Map.empty, intervalSeconds: Double = 60): ContinuousApply = {
     DeltaTarget.checkScdType(scdType)
+    // Its streams follow landed files; a Kafka topic's would need their own table discovery.
+    require(!KafkaOptions.isKafka(options), "continuous apply follows landed files; over Kafka, apply in batch " +
+      "(each run applies what is new), or apply one table's stream with applyChangesStream and a checkpoint")
     val run = new ContinuousTopicApply(spark, paths, target.stripSuffix("/"), schemaTopic, scdType, options,
       (intervalSeconds * 1000).toLong)
     new ContinuousApply(if (transactional) run.cycles else run.streams)

@@ -7,6 +7,7 @@ import io.sparkreplicate.{ErrorId, ReplicateException}
 import io.sparkreplicate.catalyst.OutputColumns.{ChangeSeq, Operation, TransactionEventCounter, TransactionId,
   TransactionLastEvent}
 import io.sparkreplicate.cdc.Changes.tableLayout
+import io.sparkreplicate.kafka.KafkaOptions
 
 /**
  * Every table of a landed topic applied into its own Delta table `target/SCHEMA.TABLE` and, when
@@ -29,21 +30,33 @@ private[cdc] object TopicApply {
     } else tables.map { case (name, changes) => name -> applyTable(changes, root, name, scdType) }
   }
 
-  /** The tables the metadata announces (the metadata of `schemaTopic`, else of `paths`), sorted. */
+  /**
+   * The tables the metadata announces (the metadata of `schemaTopic`, else of `paths`), sorted.
+   * Over Kafka (`kafka.bootstrap.servers` among the options) `paths` is empty, and the metadata is
+   * that of the Kafka topic `schemaTopic`, else of the subscribed topics, read whole.
+   */
   def tableNames(spark: SparkSession, paths: Seq[String], schemaTopic: Option[String],
       options: Map[String, String]): Seq[String] = {
     val reserved = Set("table", "schematopic", "messages")
     require(!options.keys.exists(name => reserved(name.toLowerCase)),
       "applyTopic reads every table of the metadata: pass neither table, messages nor schemaTopic among the options")
-    // `framing` describes the data paths; the schema topic's framing is always detected.
-    val listing = schemaTopic.fold(options)(_ => options.filter(_._1.toLowerCase != "framing"))
-    val source = schemaTopic.map(_.split(",").toSeq).getOrElse(paths)
+    val kafka = KafkaOptions.isKafka(options)
+    require(!kafka || paths.isEmpty,
+      "over Kafka the data topics are the options subscribe, subscribePattern or assign: pass no paths")
+    val (listing, source, where) =
+      if (kafka) (KafkaOptions.metadataListing(options, schemaTopic), Nil,
+        schemaTopic.fold("the subscribed Kafka topics")(topic => s"Kafka topic $topic"))
+      else {
+        // `framing` describes the data paths; the schema topic's framing is always detected.
+        val source = schemaTopic.map(_.split(",").toSeq).getOrElse(paths)
+        (schemaTopic.fold(options)(_ => options.filter(_._1.toLowerCase != "framing")), source, source.mkString(", "))
+      }
     val names = spark.read.format("replicate").options(listing).option("messages", "metadata").load(source: _*)
       .where(col("table_name").isNotNull).select(concat_ws(".", col("schema_name"), col("table_name")))
       .distinct().collect().map(_.getString(0)).sorted.toSeq
     if (names.isEmpty) {
-      throw new ReplicateException(ErrorId.NoMetadata, s"no metadata (MD) message was found in " +
-        s"${source.mkString(", ")}; pass schemaTopic, the landed topic that holds Replicate's metadata messages")
+      throw new ReplicateException(ErrorId.NoMetadata, s"no metadata (MD) message was found in $where; pass " +
+        "schemaTopic, the topic that holds Replicate's metadata messages")
     }
     names
   }

@@ -19,9 +19,7 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
    * Without a schema topic: Spark's Kafka source options that read the subscribed topics whole,
    * from their earliest offsets to their latest, for their metadata messages.
    */
-  def dataTopicsWhole: Map[String, String] =
-    source.filter { case (k, _) => !KafkaOptions.OffsetOptions(k.toLowerCase(Locale.ROOT)) } ++
-      Map("startingOffsets" -> "earliest", "endingOffsets" -> "latest")
+  def dataTopicsWhole: Map[String, String] = KafkaOptions.whole(source)
 
   /**
    * Reads the schema topic with a plain consumer of the `kafka.*` client settings: on the driver
@@ -59,6 +57,20 @@ object KafkaOptions {
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy")
   /** The connector's own options, lower case: the rest goes to Spark's Kafka source unchanged. */
   private val Own = (DecodeOptions.names + SchemaTopic).map(_.toLowerCase(Locale.ROOT))
+
+  /**
+   * The options of the metadata view that lists the tables of `schemaTopic` (None: of the
+   * subscribed topics), read whole from `options`, a Kafka read's.
+   */
+  def metadataListing(options: Map[String, String], schemaTopic: Option[String]): Map[String, String] =
+    whole(schemaTopic.fold(options) { topic =>
+      options.filter { case (k, _) => !Subscriptions.exists(_.equalsIgnoreCase(k)) } + ("subscribe" -> topic)
+    })
+
+  /** `options` with the offsets that start and end the read replaced by the topics' earliest and latest. */
+  private def whole(options: Map[String, String]): Map[String, String] =
+    options.filter { case (k, _) => !OffsetOptions(k.toLowerCase(Locale.ROOT)) } ++
+      Map("startingOffsets" -> "earliest", "endingOffsets" -> "latest")
 
   /** `kafka.bootstrap.servers` set: the read is of Kafka, not of landed files. */
   def isKafka(options: Map[String, String]): Boolean = new OptionMap(options).nonBlank(BootstrapServers).nonEmpty
