@@ -2,21 +2,25 @@
 topics applied, each into its own Delta table, equal to the generator's simulated source table
 (``LandingZone.final_state``, never the reader's), in Python, in Scala (``Changes.applyTopic``) and
 by ``spark-replicate apply``; with the metadata from the schema topic or from the data topics;
-transactional; a rerun applies nothing again."""
+transactional; a rerun applies nothing again; continuously, as records arrive."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 import pytest
+from pyspark.errors import AnalysisException
 
 import spark_replicate
-from _cluster import dies_with_parent
-from _kafka import PREFIX
+from _cluster import dies_with_parent, wait_for
+from _kafka import PREFIX, publish
 from conftest import DELTA, assert_same_rows, collect_plain, small_session_env, source_row
-from spark_replicate.generate import SCHEMA_TOPIC
+from spark_replicate import topic
+from spark_replicate.generate import SCHEMA_TOPIC, default_tables, generate_landing_zone
 from test_apply_topic import scala_results
+from test_kafka_publish import landed
 
 pytestmark = [pytest.mark.kafka, pytest.mark.skipif(not DELTA, reason="no Delta Lake release serves this Spark minor")]
 
@@ -59,7 +63,7 @@ def apply_kafka(implementation: str, spark, zone, bootstrap: str, target, schema
 @pytest.mark.slow
 @pytest.mark.parametrize("implementation,schema_topic,transactional", [
     pytest.param("python", None, False, id="python-metadata-in-the-data-topics"),
-    pytest.param("scala", PREFIX + SCHEMA_TOPIC, True, id="scala-transactional"),
+    pytest.param("scala", PREFIX + SCHEMA_TOPIC, False, id="scala"),
 ])
 def test_every_table_of_the_topics_becomes_its_source_table(spark, kafka_zone, kafka_bootstrap, tmp_path,
                                                            implementation, schema_topic, transactional):
@@ -104,17 +108,67 @@ def test_paths_and_kafka_topics_together_are_refused(spark, kafka_zone, kafka_bo
                                     **kafka_options(kafka_zone, kafka_bootstrap))
 
 
-@pytest.mark.parametrize("implementation", ["python", "scala"])
-def test_continuous_apply_over_kafka_is_refused(spark, kafka_zone, kafka_bootstrap, tmp_path, implementation):
-    options = kafka_options(kafka_zone, kafka_bootstrap)
+def publish_landed(bootstrap: str, landed_topic, name: str, part: slice) -> None:
+    """``part`` of each partition's records of a landed topic (in offset order) to the Kafka topic
+    ``name``, created with as many partitions on the first call."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    records = sorted(landed(landed_topic))
+    partitions = sorted({r[0] for r in records})
+    if part.start is None:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            admin.create_topics([NewTopic(name, num_partitions=len(partitions), replication_factor=1)])
+        finally:
+            admin.close()
+    chosen = [r for p in partitions for r in [r for r in records if r[0] == p][part]]
+    publish(bootstrap, name, [(partition, key, value) for partition, _, _, key, value in chosen])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("implementation,transactional", [("python", False), ("scala", True)])
+def test_continuous_apply_follows_the_topics(spark, kafka_bootstrap, tmp_path, implementation, transactional):
+    """The HR topic published in two halves to new Kafka topics while a continuous apply runs (its
+    streams from the earliest offsets, as none is given): each table ends as its source table."""
+    zone = generate_landing_zone(tmp_path / "landing", tables=[t for t in default_tables() if t.topic == "hr"],
+                                 messages=300, seed=31, files_per_topic=2)
+    prefix = f"continuous-{implementation}-"
+    options = {"kafka.bootstrap.servers": kafka_bootstrap, "subscribe": prefix + "hr"}
+    publish_landed(kafka_bootstrap, zone.schema_topic, prefix + SCHEMA_TOPIC, slice(None))
+    publish_landed(kafka_bootstrap, zone.topics["hr"], prefix + "hr", slice(None, 60))
+    target, tables = tmp_path / "target", tables_of(zone, ["hr"])
+    stop = threading.Event()
     if implementation == "python":
-        with pytest.raises(ValueError, match="over Kafka, apply in batch"):
-            spark_replicate.apply_topic(spark, None, str(tmp_path), schema_topic=PREFIX + SCHEMA_TOPIC,
-                                        continuous=True, **options)
-        return
-    jvm = spark._jvm
-    utils = jvm.org.apache.spark.api.python.PythonUtils
-    with pytest.raises(Exception, match="over Kafka, apply in batch"):
-        jvm.io.sparkreplicate.cdc.Changes.applyTopicContinuously(
-            spark._jsparkSession, utils.toSeq([]), str(tmp_path), jvm.scala.Option.apply(PREFIX + SCHEMA_TOPIC), 1,
-            False, utils.toScalaMap(options), 60.0)
+        results = {}
+        run = threading.Thread(target=lambda: results.update(topic.apply_continuously(
+            spark, None, str(target), prefix + SCHEMA_TOPIC, 1, transactional, 1.0, options, should_stop=stop.is_set)))
+        run.start()
+    else:
+        jvm = spark._jvm
+        utils = jvm.org.apache.spark.api.python.PythonUtils
+        scala_run = jvm.io.sparkreplicate.cdc.Changes.applyTopicContinuously(
+            spark._jsparkSession, utils.toSeq([]), str(target), jvm.scala.Option.apply(prefix + SCHEMA_TOPIC), 1,
+            transactional, utils.toScalaMap(options), 1.0)
+    try:
+        wait_for(lambda: all((target / table / "_delta_log").exists() for table in tables), "the first batches", [],
+                 timeout=180)
+        publish_landed(kafka_bootstrap, zone.topics["hr"], prefix + "hr", slice(60, None))
+
+        def applied() -> bool:
+            try:
+                assert_source_tables(spark, zone, target, tables)
+                return True
+            except (pytest.fail.Exception, AnalysisException):  # (or a table whose first commit is being written)
+                return False
+        wait_for(applied, "the source tables", [], timeout=180)
+    finally:
+        stop.set()
+        if implementation == "python":
+            run.join(120)
+            inserted = {table: result.inserted for table, result in results.items()}
+        else:
+            inserted = {table: r.inserted() for table, r in scala_results(spark, scala_run.stop()).items()}
+    # What the run applied, summed over its batches: every live key was inserted at least once.
+    assert sorted(inserted) == tables
+    assert all(inserted[table] >= len(zone.final_state(table)) for table in tables)

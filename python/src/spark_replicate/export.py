@@ -24,7 +24,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from spark_replicate.session import Paths, _path_list, list_tables
+from spark_replicate.session import MetadataSource, Paths, _path_list, list_tables
 
 STATE_DIR = "_spark_replicate"
 SCHEMA_CHANGED = "REPLICATE_SCHEMA_CHANGED"
@@ -59,9 +59,12 @@ class _TableExport:
         self._last_change = ""
 
     def start(self) -> None:
-        # `paths` as spark.read.load(list) sets it: a stream's load() takes one path only.
-        df = (self.spark.readStream.format("replicate").options(**self.options).option("table", self.table)
-              .option("layout", "flat").option("paths", json.dumps(self.inputs)).load())
+        reader = (self.spark.readStream.format("replicate").options(**self.options).option("table", self.table)
+                  .option("layout", "flat"))
+        if self.inputs:  # (none: Kafka topics, among the options)
+            # `paths` as spark.read.load(list) sets it: a stream's load() takes one path only.
+            reader = reader.option("paths", json.dumps(self.inputs))
+        df = reader.load()
         self.query = (self.writer(df).option("checkpointLocation", self.checkpoint).trigger(**self.trigger)
                       .queryName(f"spark-replicate {self.action} {self.table}").start())
 
@@ -82,7 +85,7 @@ class _TableExport:
         """(files, rows) of each batch finished since the last call, added to the result."""
         batches = []
         for report in self.query.recentProgress:
-            files, rows = int(report["sources"][0]["metrics"].get("filesRead", 0)), report["numInputRows"]
+            files, rows = int(report["sources"][0].get("metrics", {}).get("filesRead", 0)), report["numInputRows"]
             if report["batchId"] > self._counted and (files or rows):
                 self._counted = report["batchId"]
                 self.result.files += files
@@ -129,24 +132,26 @@ def stream_tables(spark: SparkSession, input_paths: Paths, output: str, table_ty
                   log: Callable[[str], None], progress: Callable[[str], None],
                   should_stop: Callable[[], bool]) -> list[TableResult]:
     """:func:`export` with each table's query made by ``table_type`` and read with the ``reading`` options."""
-    inputs, output = _path_list(input_paths), output.rstrip("/")
+    output = output.rstrip("/")
     options = reading if schema_topic is None else {**reading, "schemaTopic": ",".join(_path_list(schema_topic))}
-    metadata = _path_list(schema_topic) if schema_topic is not None else inputs
-    # `framing` describes the data paths; the schema topic's framing is always detected.
-    listing = reading if schema_topic is None else {k: v for k, v in reading.items() if k.lower() != "framing"}
+    inputs = [] if input_paths is None else _path_list(input_paths)  # (none: Kafka topics, among the options)
+    metadata = MetadataSource.of(inputs, schema_topic, reading)
+    if metadata.source is None and not any(name.lower() == "startingoffsets" for name in options):
+        # A Kafka stream starts at the latest offsets by default, past every change already published.
+        options = {**options, "startingOffsets": "earliest"}
     exports: dict[str, _TableExport] = {}
 
     def new_tables() -> list[_TableExport]:
-        tables = [t for t in list_tables(spark, metadata, **listing) if t not in exports]
+        tables = [t for t in list_tables(spark, metadata.source, **metadata.listing) if t not in exports]
         trigger = {"processingTime": f"{interval_seconds} seconds"} if continuous else {"availableNow": True}
         for table in tables:
             exports[table] = table_type(spark, inputs, output, table, options, trigger)
         return [exports[t] for t in tables]
 
-    progress(f"listing the tables of {', '.join(metadata)}")
+    progress(f"listing the tables of {metadata.where}")
     if not new_tables():
-        raise ExportError(f"no metadata (MD) message was found in {', '.join(metadata)}; pass --schema-topic "
-                          "with the landed topic that holds Replicate's metadata messages")
+        raise ExportError(f"no metadata (MD) message was found in {metadata.where}; pass --schema-topic "
+                          "with the topic that holds Replicate's metadata messages")
     try:
         _supervise(exports, new_tables if continuous else None, interval_seconds, progress, should_stop)
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from contextlib import contextmanager, nullcontext
-from typing import ContextManager, Iterable, Iterator, Union
+from typing import ContextManager, Iterable, Iterator, NamedTuple, Union
 
 import pyspark
 from pyspark.sql import DataFrame, SparkSession
@@ -243,22 +243,34 @@ def read_tables(spark: SparkSession, path: Paths, schema_topic: Paths | None = N
     if any(name.lower() in ("table", "schematopic", "messages") for name in named):
         raise TypeError("read_tables reads every table of the metadata: pass neither `table`, `messages` "
                         "nor `schemaTopic` (use the schema_topic argument)")
-    if _is_kafka(named):
-        if path is not None:
-            raise TypeError("over Kafka the data topics are the options `subscribe`, `subscribePattern` or "
-                            "`assign`: pass None as the path")
-        source, listing = None, _kafka_metadata_options(named, schema_topic)
-        where = f"Kafka topic {schema_topic}" if schema_topic is not None else "the subscribed Kafka topics"
-    else:
-        # `framing` describes the data paths; the schema topic's framing is always detected.
-        listing = named if schema_topic is None else {n: v for n, v in named.items() if n.lower() != "framing"}
-        source = path if schema_topic is None else schema_topic
-        where = ", ".join(_path_list(source))
-    tables = list_tables(spark, source, **listing)
+    if _is_kafka(named) and path is not None:
+        raise TypeError("over Kafka the data topics are the options `subscribe`, `subscribePattern` or "
+                        "`assign`: pass None as the path")
+    metadata = MetadataSource.of(path, schema_topic, named)
+    tables = list_tables(spark, metadata.source, **metadata.listing)
     if not tables:
-        raise ValueError(f"no metadata (MD) message was found in {where}; pass schema_topic= the topic that "
-                         "holds Replicate's metadata messages")
+        raise ValueError(f"no metadata (MD) message was found in {metadata.where}; pass schema_topic= the topic "
+                         "that holds Replicate's metadata messages")
     return {name: read(spark, path, schema_topic=schema_topic, table=name, **named) for name in tables}
+
+
+class MetadataSource(NamedTuple):
+    """Where the tables of landed or Kafka topics are listed: the metadata view of ``source`` (None:
+    Kafka's, given by the options) read with ``listing``; ``where`` names it in messages."""
+
+    source: Paths | None
+    listing: dict[str, object]
+    where: str
+
+    @staticmethod
+    def of(path: Paths | None, schema_topic: Paths | None, options: dict[str, object]) -> "MetadataSource":
+        if _is_kafka(options):
+            where = f"Kafka topic {schema_topic}" if schema_topic is not None else "the subscribed Kafka topics"
+            return MetadataSource(None, _kafka_metadata_options(options, schema_topic), where)
+        # `framing` describes the data paths; the schema topic's framing is always detected.
+        listing = options if schema_topic is None else {n: v for n, v in options.items() if n.lower() != "framing"}
+        source = path if schema_topic is None else schema_topic
+        return MetadataSource(source, listing, ", ".join(_path_list(source)))
 
 
 _KAFKA_SUBSCRIPTIONS = ("subscribe", "subscribepattern", "assign")

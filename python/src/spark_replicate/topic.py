@@ -42,7 +42,7 @@ from spark_replicate.apply import (LAST_APPLIED, STATE_DIR, ApplyResult, applied
                                    apply_changes, micro_batch_applier)
 from spark_replicate.cdc import OPERATION, SEQUENCE, table_layout
 from spark_replicate.export import _TableExport, stream_tables
-from spark_replicate.session import Paths, _is_kafka, _option_name, _option_value, read_tables
+from spark_replicate.session import Paths, _option_name, _option_value, read_tables
 
 __all__ = ["apply_topic", "ReplicateError"]
 
@@ -104,10 +104,6 @@ def apply_continuously(spark: SparkSession, path: Paths, target: str, schema_top
                        should_stop: Callable[[], bool] = lambda: False) -> dict[str, ApplyResult]:
     """``apply_topic(continuous=True)``, until ``should_stop()``; ``progress`` gets a line per step and batch."""
     options = {_option_name(name): _option_value(value) for name, value in reader_options.items()}
-    if _is_kafka(options):
-        # Its streams follow landed files; a Kafka topic's would need their own table discovery.
-        raise ValueError("continuous apply follows landed files; over Kafka, apply in batch (each run applies "
-                         "what is new), or apply one table's stream with apply_changes and a checkpoint")
     if transactional:
         return _apply_transactions_continuously(spark, path, target, schema_topic, scd_type, interval_seconds, options,
                                                 progress, should_stop)
@@ -189,7 +185,7 @@ class _TableHold(_TableExport):
         return df.writeStream.format("delta").option("path", self.path).option("mergeSchema", "true")
 
     def batch_line(self, files: int, rows: int) -> str:
-        return f"{self.table}: {rows} row(s) of {files} new input file(s) held for the next apply"
+        return f"{self.table}: {rows} row(s) of {_new_input(files)} held for the next apply"
 
 
 class _TableApply(_TableExport):
@@ -206,7 +202,12 @@ class _TableApply(_TableExport):
 
     def batch_line(self, files: int, rows: int) -> str:
         # Spark counts a micro-batch's rows once per job that reads them, and applying runs several.
-        return f"{self.table}: {files} new input file(s) applied"
+        return f"{self.table}: {_new_input(files)} applied"
+
+
+def _new_input(files: int) -> str:
+    """What a micro-batch read: new files, or (none: reading Kafka) new records."""
+    return f"{files} new input file(s)" if files else "new Kafka records"
 
 
 def _apply_table(changes: DataFrame, target: str, name: str, scd_type: int) -> ApplyResult:

@@ -7,7 +7,6 @@ import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.apache.spark.sql.types.StructType
 
 import io.sparkreplicate.catalyst.OutputColumns
-import io.sparkreplicate.kafka.KafkaOptions
 
 /**
  * Apply Replicate changes: the table as it stands after them, its history (SCD type 2), and
@@ -110,7 +109,8 @@ object Changes {
     TopicApply.run(spark, paths, target, schemaTopic, scdType, transactional, options)
 
   /**
-   * [[applyTopic]] as files land, in the background until [[ContinuousApply.stop]]: without
+   * [[applyTopic]] as files land (or records arrive: over Kafka, as [[applyTopic]] reads it), in
+   * the background until [[ContinuousApply.stop]]: without
    * `transactional`, each table is a stream of the landed files applied per micro-batch, a trigger
    * every `intervalSeconds`, and tables whose metadata lands later get their own; with it, a cycle
    * every `intervalSeconds` appends each table's new files to its held rows, then applies the whole
@@ -121,9 +121,6 @@ object Changes {
       schemaTopic: Option[String] = None, scdType: Int = 1, transactional: Boolean = false,
       options: Map[String, String] = Map.empty, intervalSeconds: Double = 60): ContinuousApply = {
     DeltaTarget.checkScdType(scdType)
-    // Its streams follow landed files; a Kafka topic's would need their own table discovery.
-    require(!KafkaOptions.isKafka(options), "continuous apply follows landed files; over Kafka, apply in batch " +
-      "(each run applies what is new), or apply one table's stream with applyChangesStream and a checkpoint")
     val run = new ContinuousTopicApply(spark, paths, target.stripSuffix("/"), schemaTopic, scdType, options,
       (intervalSeconds * 1000).toLong)
     new ContinuousApply(if (transactional) run.cycles else run.streams)

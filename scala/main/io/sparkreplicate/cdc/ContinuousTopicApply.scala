@@ -9,8 +9,8 @@ import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException, 
 import io.sparkreplicate.ErrorId
 
 /**
- * The continuous runs of [[Changes.applyTopicContinuously]], over the tables of landed topics
- * read with `options`, into `root/SCHEMA.TABLE`: [[streams]] without transactions, [[cycles]]
+ * The continuous runs of [[Changes.applyTopicContinuously]], over the tables of landed topics (or,
+ * without `paths`, Kafka topics) read with `options`, into `root/SCHEMA.TABLE`: [[streams]] without transactions, [[cycles]]
  * with them. The same steps, checkpoints and held tables as `spark_replicate.topic`'s continuous
  * apply, whose docstring tells why a run that dies anywhere is finished by the next.
  */
@@ -18,7 +18,12 @@ private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[St
     schemaTopic: Option[String], scdType: Int, options: Map[String, String], intervalMs: Long) {
   import ContinuousTopicApply._
 
-  private val reading = TopicApply.readOptions(schemaTopic, options)
+  private val reading = {
+    val asked = TopicApply.readOptions(schemaTopic, options)
+    // A Kafka stream starts at the latest offsets by default, past every change already published.
+    val startSet = asked.keys.exists(_.equalsIgnoreCase("startingOffsets"))
+    if (paths.isEmpty && !startSet) asked + ("startingOffsets" -> "earliest") else asked
+  }
   /** `paths` as `DataFrameReader.load(paths: _*)` passes them, a JSON array, which the source reads back. */
   private val pathsOption = new ObjectMapper().writeValueAsString(paths.toArray)
   /** Each table's last batch applied before the run: what the run applied comes after it. */
@@ -82,8 +87,10 @@ private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[St
     applied(held.toMap)
   }
 
+  /** No paths: Kafka topics, among the options. */
   private def stream(table: String): DataFrame = spark.readStream.format("replicate").options(reading)
-    .option("table", table).option("layout", "flat").option("paths", pathsOption).load()
+    .options(if (paths.isEmpty) Map.empty[String, String] else Map("paths" -> pathsOption))
+    .option("table", table).option("layout", "flat").load()
 
   private def begin(table: String): Unit =
     started.getOrElseUpdate(table, DeltaTarget.appliedSince(spark, s"$root/$table", 0).batch)
