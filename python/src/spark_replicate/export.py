@@ -24,7 +24,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from spark_replicate.session import MetadataSource, Paths, _path_list, list_tables
+from spark_replicate.session import MetadataSource, Paths, _is_kafka, _path_list, list_tables
 
 STATE_DIR = "_spark_replicate"
 SCHEMA_CHANGED = "REPLICATE_SCHEMA_CHANGED"
@@ -136,7 +136,7 @@ def stream_tables(spark: SparkSession, input_paths: Paths, output: str, table_ty
     options = reading if schema_topic is None else {**reading, "schemaTopic": ",".join(_path_list(schema_topic))}
     inputs = [] if input_paths is None else _path_list(input_paths)  # (none: Kafka topics, among the options)
     metadata = MetadataSource.of(inputs, schema_topic, reading)
-    if metadata.source is None and not any(name.lower() == "startingoffsets" for name in options):
+    if _is_kafka(reading) and not any(name.lower() == "startingoffsets" for name in options):
         # A Kafka stream starts at the latest offsets by default, past every change already published.
         options = {**options, "startingOffsets": "earliest"}
     exports: dict[str, _TableExport] = {}
