@@ -2,7 +2,7 @@
 topics applied, each into its own Delta table, equal to the generator's simulated source table
 (``LandingZone.final_state``, never the reader's), in Python, in Scala (``Changes.applyTopic``) and
 by ``spark-replicate apply``; with the metadata from the schema topic or from the data topics;
-transactional; a rerun applies nothing again; continuously, as records arrive."""
+transactional; a rerun applies nothing again; continuously, as records arrive; over Spark Connect."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pyspark.errors import AnalysisException
 import spark_replicate
 from _cluster import dies_with_parent, wait_for
 from _kafka import PREFIX, publish
-from conftest import DELTA, assert_same_rows, collect_plain, small_session_env, source_row
+from conftest import DELTA, assert_same_rows, collect_plain, run_python, small_session_env, source_row
 from spark_replicate import topic
 from spark_replicate.generate import SCHEMA_TOPIC, default_tables, generate_landing_zone
 from test_apply_topic import scala_results
@@ -172,3 +172,23 @@ def test_continuous_apply_follows_the_topics(spark, kafka_bootstrap, tmp_path, i
     # What the run applied, summed over its batches: every live key was inserted at least once.
     assert sorted(inserted) == tables
     assert all(inserted[table] >= len(zone.final_state(table)) for table in tables)
+
+
+@pytest.mark.connect
+def test_over_connect_every_table_of_a_topic_becomes_its_source_table(connect_url, spark, kafka_zone,
+                                                                       kafka_bootstrap, tmp_path):
+    """In a Connect client process of its own (see test_apply_delta's Connect test); the server has
+    Spark's Kafka source and Delta."""
+    options = kafka_options(kafka_zone, kafka_bootstrap, ["hr"])
+    result = run_python(f"""
+        import spark_replicate
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.remote({connect_url!r}).getOrCreate()
+        results = spark_replicate.apply_topic(spark, None, {str(tmp_path)!r}, **{options!r})
+        print("RESULT=" + repr(sorted((table, r.inserted, r.deleted) for table, r in results.items())))
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    tables = tables_of(kafka_zone, ["hr"])
+    assert result.stdout.split("RESULT=", 1)[1].strip() == repr(
+        [(table, len(kafka_zone.final_state(table)), 0) for table in tables])
+    assert_source_tables(spark, kafka_zone, tmp_path, tables)
