@@ -264,8 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     apply.add_argument("--transactional", action="store_true",
                        help="apply whole transactions only; hold the rows of incomplete ones (and every change after "
                             "them) under DIR/_spark_replicate/held for a later run")
-    _add_continuous_arguments(apply, "apply each table as a stream of the landed files, a batch every --interval "
-                                     "seconds (checkpoints under DIR/_spark_replicate/checkpoints); with "
+    _add_continuous_arguments(apply, "apply each table as a stream of the landed files (or Kafka topics), a "
+                                     "batch every --interval seconds (checkpoints under "
+                                     "DIR/_spark_replicate/checkpoints); with "
                                      "--transactional, a cycle every --interval seconds that holds the new files' "
                                      "rows, then applies the whole transactions held")
     apply.set_defaults(run=_run_apply)

@@ -79,8 +79,9 @@ def apply_topic(spark: SparkSession, path: Paths, target: str, schema_topic: Pat
     ``transactional=True`` only whole transactions are applied (see the module's doc); the rows
     held for a later run are counted in ``ApplyResult.held``.
 
-    With ``continuous=True`` each table is a streaming read of the landed files, applied per
-    micro-batch (a trigger every ``interval_seconds``) with its checkpoint under
+    With ``continuous=True`` each table is a streaming read of the landed files (over Kafka, of
+    the Kafka topics, from the earliest offsets unless ``startingOffsets`` says otherwise),
+    applied per micro-batch (a trigger every ``interval_seconds``) with its checkpoint under
     ``target/_spark_replicate/checkpoints/SCHEMA.TABLE``, as ``spark-replicate export
     --continuous`` runs: new tables are picked up, and a table that gains columns is restarted
     with them. With ``transactional=True`` too, every ``interval_seconds`` a cycle holds each
