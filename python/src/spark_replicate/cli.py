@@ -169,7 +169,7 @@ def _run_apply(args: argparse.Namespace) -> int:
         else:
             results = apply_topic(spark, source, target, schema_topic=args.schema_topic, scd_type=args.scd_type,
                                   transactional=args.transactional, **reading)
-    except (ReplicateError, ExportError, ValueError) as e:
+    except (ReplicateError, ExportError) as e:
         print(f"spark-replicate apply: {e}", file=sys.stderr)
         return 2
     finally:
@@ -197,16 +197,15 @@ def _run_inspect(args: argparse.Namespace) -> int:
 def _add_landing_arguments(parser: argparse.ArgumentParser, kafka: bool = False) -> None:
     """The input of a command that reads every table of landed topics (with ``kafka``, or of Kafka
     topics, given by reader options), its mode and master."""
+    parser.add_argument("input", nargs="*" if kafka else "+",
+                        help="landed data topic(s): paths or globs" + ("; none to read Kafka" if kafka else ""))
+    over_kafka = " (over Kafka, its Kafka topic)" if kafka else ""
+    parser.add_argument("--schema-topic", help=f"landed schema topic{over_kafka}; by default the metadata messages "
+                                               "of the input")
     if kafka:
-        parser.add_argument("input", nargs="*", help="landed data topic(s): paths or globs; none to read Kafka")
-        parser.add_argument("--schema-topic", help="landed schema topic (over Kafka, its Kafka topic); by default "
-                                                   "the metadata messages of the input")
-        parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", type=_reader_option,
-                            help="a reader option, repeatable: over Kafka kafka.bootstrap.servers=HOST:PORT and "
-                                 "subscribe=TOPICS (or subscribePattern, assign), then any of Spark's Kafka options")
-    else:
-        parser.add_argument("input", nargs="+", help="landed data topic(s): paths or globs")
-        parser.add_argument("--schema-topic", help="landed schema topic; by default the metadata messages of the input")
+        _add_option_argument(parser, "a reader option, repeatable: over Kafka kafka.bootstrap.servers=HOST:PORT "
+                                     "and subscribe=TOPICS (or subscribePattern, assign), then any of Spark's "
+                                     "Kafka options")
     parser.add_argument("--mode", type=str.upper, choices=("FAILFAST", "PERMISSIVE", "DROPMALFORMED"),
                         help="what a malformed message does (the reader's `mode`; default FAILFAST)")
     parser.add_argument("--master", default="local[*]")
@@ -216,6 +215,11 @@ def _add_continuous_arguments(parser: argparse.ArgumentParser, what: str) -> Non
     parser.add_argument("--continuous", action="store_true", help=f"keep running: {what}, until SIGINT or SIGTERM")
     parser.add_argument("--interval", type=float, default=60, metavar="SECONDS",
                         help="with --continuous, seconds between triggers (default 60)")
+
+
+def _add_option_argument(parser: argparse.ArgumentParser, meaning: str) -> None:
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", type=_reader_option,
+                        help=meaning)
 
 
 def _reader_option(text: str) -> tuple[str, str]:
@@ -280,8 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     inspect.add_argument("input", nargs="+", help="landed data topic(s): paths or globs")
     inspect.add_argument("--schema-topic", help="landed schema topic; by default the metadata messages of the input")
     inspect.add_argument("--json", action="store_true", help="print the report as JSON (keys documented in the README)")
-    inspect.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", type=_reader_option,
-                         help="a reader option, e.g. framing=length-prefixed or table=HR.EMPLOYEES (repeatable)")
+    _add_option_argument(inspect, "a reader option, e.g. framing=length-prefixed or table=HR.EMPLOYEES (repeatable)")
     inspect.add_argument("--master", default="local[*]")
     inspect.set_defaults(run=_run_inspect)
 

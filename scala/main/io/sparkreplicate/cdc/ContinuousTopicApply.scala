@@ -7,11 +7,12 @@ import org.apache.spark.sql.{AnalysisException, DataFrame, SparkSession}
 import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException, Trigger}
 
 import io.sparkreplicate.ErrorId
+import io.sparkreplicate.kafka.KafkaOptions
 
 /**
  * The continuous runs of [[Changes.applyTopicContinuously]], over the tables of landed topics (or,
- * without `paths`, Kafka topics) read with `options`, into `root/SCHEMA.TABLE`: [[streams]] without transactions, [[cycles]]
- * with them. The same steps, checkpoints and held tables as `spark_replicate.topic`'s continuous
+ * without `paths`, Kafka topics) read with `options`, into `root/SCHEMA.TABLE`: [[streams]]
+ * without transactions, [[cycles]] with them. The same steps, checkpoints and held tables as `spark_replicate.topic`'s continuous
  * apply, whose docstring tells why a run that dies anywhere is finished by the next.
  */
 private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[String], root: String,
@@ -22,7 +23,7 @@ private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[St
     val asked = TopicApply.readOptions(schemaTopic, options)
     // A Kafka stream starts at the latest offsets by default, past every change already published.
     val startSet = asked.keys.exists(_.equalsIgnoreCase("startingOffsets"))
-    if (paths.isEmpty && !startSet) asked + ("startingOffsets" -> "earliest") else asked
+    if (KafkaOptions.isKafka(options) && !startSet) asked + ("startingOffsets" -> "earliest") else asked
   }
   /** `paths` as `DataFrameReader.load(paths: _*)` passes them, a JSON array, which the source reads back. */
   private val pathsOption = new ObjectMapper().writeValueAsString(paths.toArray)
