@@ -8,11 +8,10 @@ How: every change becomes an event on its key (an UPDATE that changes the key al
 DELETE of the old key), ordered per key by change sequence with full-load rows first. An event
 that sets every column (its mask names them all, or it starts a row) carries them in one struct,
 ``FULL``; an event whose mask leaves columns out carries its values, its mask and its order in
-another, ``PARTIAL``. Over a window per key, a column's value after an event is the value of the
-last ``PARTIAL`` that set it if that came after the last ``FULL``, else that ``FULL``'s: each is a
-``last(..., ignorenulls)``, where a column an event does not set is null while a real NULL is a
-non-null struct holding null. So the events cross the shuffle and the sort as one struct each,
-and most add one value to the window, not one per column.
+another, ``PARTIAL``. Over a window per key, one function of the connector's,
+``replicate_values_after``, folds the events in order: a ``FULL`` sets every column, a ``PARTIAL``
+the columns its mask names. So the events cross the shuffle and the sort as one struct each, and
+the window keeps one value per key.
 :mod:`spark_replicate.apply` replays a batch the same way over the rows a Delta table holds.
 """
 
@@ -21,6 +20,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame, functions as F
+
+from spark_replicate.session import register_functions
 
 __all__ = ["latest_state", "history", "KEY_POSITION"]
 
@@ -40,6 +41,8 @@ FULL, PARTIAL = "__replicate_full", "__replicate_partial"
 # Per change row, computed once for all its columns: whether it moves its row to a new key, whether
 # it sets every column, and whether its column mask names every column (or is null).
 _MOVED, _WHOLE_ROW, _ALL_PRESENT = "__replicate_moved", "__replicate_whole_row", "__replicate_all_present"
+# The connector's window function that folds a key's events into its values (see its Scala class).
+VALUES_AFTER, _VALUES = "replicate_values_after", "__replicate_values"
 
 
 class Layout(NamedTuple):
@@ -90,10 +93,6 @@ def table_layout(changes: DataFrame, keys: list[str] | None) -> Layout:
         problem = f"unknown key columns {', '.join(unknown)}" if unknown else "the metadata names no primary key"
         raise ValueError(f"{problem}: pass keys= with the table's key columns, among: {', '.join(columns)}")
     return Layout(columns, list(keys), [c for c in columns if c not in keys])
-
-
-def slot(index: int) -> str:
-    return f"__replicate_{index}"
 
 
 def mask_words(layout: Layout) -> int:
@@ -209,25 +208,18 @@ def _replayed(events: DataFrame, layout: Layout, frame: str, *more: str) -> Data
     """Every event with the keys, operation, ``RANK``, ``DERIVED``, the table's columns as they
     stand after the events of ``frame`` (a window of :func:`windows`), change sequence, ``LAST`` and
     ``more``: windows of one order, so one operator."""
-    # Shuffled and sorted as they are, before the window: Spark would otherwise do so after the
-    # projection that spreads each PARTIAL into its columns' slots, whose every slot carries the
-    # event's order (when nearly every UPDATE's mask leaves a column out, that cost 1.2x the time).
+    # Shuffled and sorted as they are, before the window, which then takes them in that order.
     ordered = events.repartition(*map(quoted, layout.keys)).sortWithinPartitions(
         *map(quoted, layout.keys), *ORDER_COLUMNS)
-    last_full = "__replicate_last_full"
-
-    def slot_set(i: int) -> str:
-        return (f"CASE WHEN ({PARTIAL}.m{i // 64} & {bit(i)}) != 0 "
-                f"THEN named_struct('v', {PARTIAL}.v.v{i}, 'o', {PARTIAL}.o) END")
+    folded = []
+    if layout.values:  # (a table whose columns are all keys has no values to fold)
+        register_functions(events.sparkSession)
+        folded = [f"{VALUES_AFTER}({FULL}, {PARTIAL}) OVER ({frame}) AS {_VALUES}"]
     windowed = ordered.selectExpr(
-        *map(quote, layout.keys), OPERATION, RANK, DERIVED, SEQUENCE,
-        f"last({FULL}, true) OVER ({frame}) AS {last_full}",
-        *(f"last({slot_set(i)}, true) OVER ({frame}) AS {slot(i)}" for i in range(len(layout.values))),
+        *map(quote, layout.keys), OPERATION, RANK, DERIVED, SEQUENCE, *folded,
         f"lead(false, 1, true) OVER ({windows(layout).order}) AS {LAST}", *more)
-    # A column's last slot counts only if it came after the last event that set every column.
-    values = (f"CASE WHEN {slot(i)} IS NOT NULL AND ({last_full} IS NULL OR {slot(i)}.o > {last_full}.o) "
-              f"THEN {slot(i)}.v ELSE {last_full}.v.v{i} END AS {quote(c)}" for i, c in enumerate(layout.values))
-    return windowed.selectExpr("*", *values).drop(last_full, *(slot(i) for i in range(len(layout.values))))
+    values = (f"{_VALUES}.v{i} AS {quote(c)}" for i, c in enumerate(layout.values))
+    return windowed.selectExpr("*", *values).drop(_VALUES)
 
 
 def sql_names(columns: list[str]) -> str:

@@ -109,6 +109,18 @@ def jit_sized_methods(spark: SparkSession) -> ContextManager[None]:
     return session_setting(spark, HUGE_METHOD_LIMIT, str(JIT_METHOD_LIMIT))
 
 
+def register_functions(spark: SparkSession) -> None:
+    """Registers the connector's SQL functions on a classic session started without its
+    ``spark.sql.extensions`` (``configure_spark`` sets them); a Spark Connect server needs them set."""
+    if getattr(spark, "_jsparkSession", None) is None:  # Spark Connect
+        return
+    values_after = spark._jvm.io.sparkreplicate.cdc.ValuesAfter
+    if not callable(getattr(values_after, "register", None)):
+        raise ReplicateSetupError("applying changes needs the spark-replicate jar on the session: build it with "
+                                  "spark_replicate.configure_spark, or add the jar to spark.jars")
+    values_after.register(spark._jsparkSession)
+
+
 @contextmanager
 def session_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
     """Runs the block with the session's setting ``key`` at ``value``, then restores the session's
