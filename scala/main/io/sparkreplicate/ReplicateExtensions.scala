@@ -8,7 +8,8 @@ import io.sparkreplicate.sql.FromReplicate
 
 /**
  * Registers the connector's SQL functions (`from_replicate`, and `replicate_values_after` of the
- * changes' replay) in every session of an application started with `spark.sql.extensions=io.sparkreplicate.ReplicateExtensions` (which
+ * changes' replay) in every session of an application started with
+ * `spark.sql.extensions=io.sparkreplicate.ReplicateExtensions` (which
  * `spark_replicate.configure_spark` sets), Spark Connect servers included.
  */
 final class ReplicateExtensions extends (SparkSessionExtensions => Unit) {

@@ -29,6 +29,7 @@ final case class ValuesAfter(full: Expression, partial: Expression, mutableAggBu
   private lazy val width = values.length
   private lazy val types = values.fields.map(_.dataType)
   private lazy val words = (width + 63) / 64
+  private lazy val fullValues = full.dataType.asInstanceOf[StructType].fieldIndex("v")
   private lazy val partialValues = partial.dataType.asInstanceOf[StructType].fieldIndex("v")
 
   /** The buffer: the last `full` values, each column's value set since, and the words of which are. */
@@ -38,7 +39,8 @@ final case class ValuesAfter(full: Expression, partial: Expression, mutableAggBu
     aggBufferSchema.map(f => AttributeReference(f.name, f.dataType)())
   override lazy val inputAggBufferAttributes: Seq[AttributeReference] = aggBufferAttributes.map(_.newInstance())
 
-  private def setWord(buffer: InternalRow, w: Int): Int = mutableAggBufferOffset + 1 + width + w
+  /** The buffer's position of the word saying which columns were set since the last `full`. */
+  private def setWord(w: Int): Int = mutableAggBufferOffset + 1 + width + w
 
   override def initialize(buffer: InternalRow): Unit = {
     buffer.setNullAt(mutableAggBufferOffset)
@@ -47,14 +49,14 @@ final case class ValuesAfter(full: Expression, partial: Expression, mutableAggBu
 
   private def clearSet(buffer: InternalRow): Unit = {
     var w = 0
-    while (w < words) { buffer.setLong(setWord(buffer, w), 0L); w += 1 }
+    while (w < words) { buffer.setLong(setWord(w), 0L); w += 1 }
   }
 
   override def update(buffer: InternalRow, input: InternalRow): Unit = {
     val event = full.eval(input).asInstanceOf[InternalRow]
     if (event != null) {
       // Copied: the frame's rows are the window's buffer, which a spill reads back into one row.
-      buffer.update(mutableAggBufferOffset, event.getStruct(1, width).copy())
+      buffer.update(mutableAggBufferOffset, event.getStruct(fullValues, width).copy())
       clearSet(buffer)
     } else {
       val columns = partial.eval(input).asInstanceOf[InternalRow]
@@ -63,7 +65,7 @@ final case class ValuesAfter(full: Expression, partial: Expression, mutableAggBu
         var w = 0
         while (w < words) {
           var bits = columns.getLong(w)
-          buffer.setLong(setWord(buffer, w), buffer.getLong(setWord(buffer, w)) | bits)
+          buffer.setLong(setWord(w), buffer.getLong(setWord(w)) | bits)
           while (bits != 0) {
             val i = 64 * w + java.lang.Long.numberOfTrailingZeros(bits)
             buffer.update(mutableAggBufferOffset + 1 + i,
@@ -83,13 +85,13 @@ final case class ValuesAfter(full: Expression, partial: Expression, mutableAggBu
     val last = if (buffer.isNullAt(mutableAggBufferOffset)) null else buffer.getStruct(mutableAggBufferOffset, width)
     var anySet = false
     var w = 0
-    while (w < words) { anySet ||= buffer.getLong(setWord(buffer, w)) != 0; w += 1 }
+    while (w < words) { anySet ||= buffer.getLong(setWord(w)) != 0; w += 1 }
     if (!anySet) last // the usual case: the key's last event set every column
     else {
       val out = new Array[Any](width)
       var i = 0
       while (i < width) {
-        val set = (buffer.getLong(setWord(buffer, i / 64)) & (1L << (i % 64))) != 0
+        val set = (buffer.getLong(setWord(i / 64)) & (1L << (i % 64))) != 0
         val at = mutableAggBufferOffset + 1 + i
         out(i) = if (set) { if (buffer.isNullAt(at)) null else buffer.get(at, types(i)) }
           else if (last == null || last.isNullAt(i)) null
