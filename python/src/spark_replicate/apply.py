@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, Row, SparkSession, functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_replicate.cdc import (DELETE, DERIVED, END_AT, FULL, LAST, OPERATION, PARTIAL, RANK, SEQUENCE, START_AT,
-                                 Layout, change_events, full_struct, order_struct, quote, quoted, replay, replay_last,
+                                 Layout, change_events, full_struct, quote, quoted, replay, replay_last,
                                  sql_names, sql_string, table_layout, windows)
 from spark_replicate.session import jit_sized_methods, session_setting
 
@@ -237,12 +237,11 @@ class _State:
         over = windows(layout)
         if self.scd_type == 1:
             # A current-state target takes each key's last event only. Its changes applied are its
-            # distinct events less the baseline and the DELETEs of moved rows' old keys; the
-            # minimum and the count, at the last event, are over all of them.
-            existed = f"min({RANK}) OVER ({over.so_far}) = 0"
-            moved_away = f"CASE WHEN {DERIVED} THEN named_struct('s', {SEQUENCE}) END"
-            applied = (f"dense_rank() OVER ({over.order}) - IF({existed}, 1, 0)"
-                       f" - size(collect_set({moved_away}) OVER ({over.every_event}))")
+            # distinct changes (not the baseline, nor the DELETEs of moved rows' old keys); both
+            # flags are over all the key's events, the frame the fold is computed over already.
+            existed = f"min({RANK}) OVER ({over.every_event}) = 0"
+            change = f"CASE WHEN {RANK} = 1 AND NOT {DERIVED} THEN named_struct('s', {SEQUENCE}, 'p', {OPERATION}) END"
+            applied = f"size(collect_set({change}) OVER ({over.every_event}))"
             staged = replay_last(with_baseline, layout, f"{existed} AS {_EXISTED}", f"{applied} AS {_APPLIED_CHANGES}")
         else:
             # Windows over the replay's own order (or its keys alone) reuse its sort.
@@ -275,8 +274,7 @@ class _State:
         if self.scd_type == 2:
             rows, sequence = rows.where(f"{END_AT} IS NULL"), START_AT
         present = set(rows.columns)
-        full = full_struct(order_struct("0", sequence, f"'{_BASELINE}'", "false"),
-                           [quote(c) if c in present else "NULL" for c in layout.values])
+        full = full_struct([quote(c) if c in present else "NULL" for c in layout.values])
         return (rows.join(fresh.select(*map(quoted, layout.keys)).distinct(), layout.keys, "left_semi")
                 .selectExpr(*map(quote, layout.keys), f"{sequence} AS {SEQUENCE}", f"'{_BASELINE}' AS {OPERATION}",
                             f"0 AS {RANK}", f"false AS {DERIVED}",

@@ -7,8 +7,8 @@ only the DataFrame API, so they run on Spark Connect too. The rules are in the R
 How: every change becomes an event on its key (an UPDATE that changes the key also becomes a
 DELETE of the old key), ordered per key by change sequence with full-load rows first. An event
 that sets every column (its mask names them all, or it starts a row) carries them in one struct,
-``FULL``; an event whose mask leaves columns out carries its values, its mask and its order in
-another, ``PARTIAL``. Over a window per key, one function of the connector's,
+``FULL``; an event whose mask leaves columns out carries its values and its mask in another,
+``PARTIAL``. Over a window per key, one function of the connector's,
 ``replicate_values_after``, folds the events in order: a ``FULL`` sets every column, a ``PARTIAL``
 the columns its mask names. So the events cross the shuffle and the sort as one struct each, and
 the window keeps one value per key.
@@ -35,8 +35,9 @@ LAST, RANK, DERIVED = "__replicate_last", "__replicate_rank", "__replicate_deriv
 REPEATED = "__replicate_repeated"
 # What orders each key's events, every one ascending with nulls first (Spark's default).
 ORDER_COLUMNS = (RANK, SEQUENCE, OPERATION, DERIVED)
-# An event's values when it sets every column: struct(o: its order, v: struct of the values); and
-# when it does not: struct(m0, m1...: its mask (see mask_words), o, v).
+# An event's values when it sets every column: a struct of the value columns, v0, v1...; and when
+# it does not: struct(m0, m1...: its mask (see mask_words), v: the same struct). The event's order
+# travels in its own columns (ORDER_COLUMNS), which the window sorts by.
 FULL, PARTIAL = "__replicate_full", "__replicate_partial"
 # Per change row, computed once for all its columns: whether it moves its row to a new key, whether
 # it sets every column, and whether its column mask names every column (or is null).
@@ -105,21 +106,10 @@ def bit(index: int) -> str:
     return f"shiftleft(1L, {index % 64})"
 
 
-def order_struct(rank: str, sequence: str, operation: str, derived: str) -> str:
-    """An event's place in :func:`event_order` as one struct, which compares as the order does."""
-    return f"named_struct('r', {rank}, 's', {sequence}, 'p', {operation}, 'd', {derived})"
-
-
-def value_struct(values) -> str:
-    """The field ``v``, the value columns' ``values`` (SQL) as fields v0, v1..., as ``named_struct``'s
-    trailing arguments; none for a table whose columns are all keys."""
-    fields = ", ".join(f"'v{i}', {v}" for i, v in enumerate(values))
-    return f", 'v', named_struct({fields})" if fields else ""
-
-
-def full_struct(order: str, values: list[str]) -> str:
-    """The ``FULL`` of an event at ``order`` that sets the value columns to ``values`` (SQL)."""
-    return f"named_struct('o', {order}{value_struct(values)})"
+def full_struct(values: list[str]) -> str:
+    """The ``FULL`` of an event that sets the value columns to ``values`` (SQL): fields v0, v1...
+    (none for a table whose columns are all keys)."""
+    return "named_struct(" + ", ".join(f"'v{i}', {v}" for i, v in enumerate(values)) + ")"
 
 
 def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
@@ -138,8 +128,6 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     flagged = changes.selectExpr(
         "*", f"{moved} AS {_MOVED}", f"{OPERATION} IN ('INSERT', 'REFRESH') OR {moved} AS {_WHOLE_ROW}",
         f"{_PRESENT} IS NULL OR {_PRESENT} = array({', '.join(map(sql_string, layout.columns))}) AS {_ALL_PRESENT}")
-    order = order_struct("1", SEQUENCE, OPERATION, "false")
-
     def in_mask(column: str) -> str:
         return f"array_contains({_PRESENT}, {sql_string(column)})"
 
@@ -149,10 +137,10 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     sets_all = f"({_WHOLE_ROW} OR {_ALL_PRESENT})"
     masks = "".join(f"'m{w}', " + " | ".join(f"IF({in_mask(c)}, {bit(i)}, 0L)" for i, c in enumerate(values)
                                              if i // 64 == w) + ", " for w in range(mask_words(layout)))
-    partial = f"named_struct({masks}'o', {order}{value_struct(list(map(quote, values)))})"
+    partial = f"named_struct({masks}'v', {full_struct(list(map(quote, values)))})"
     events = flagged.selectExpr(
         *map(quote, keys), SEQUENCE, OPERATION, f"1 AS {RANK}", f"false AS {DERIVED}",
-        f"CASE WHEN {sets_all} THEN {full_struct(order, full_values)} END AS {FULL}",
+        f"CASE WHEN {sets_all} THEN {full_struct(full_values)} END AS {FULL}",
         f"CASE WHEN NOT {sets_all} THEN {partial} END AS {PARTIAL}")
     moved_away = flagged.where(_MOVED).selectExpr(  # (the union gives the nulls the events' types)
         *(f"{before}.{quote(k)} AS {quote(k)}" for k in keys), SEQUENCE, f"'{DELETE}' AS {OPERATION}",

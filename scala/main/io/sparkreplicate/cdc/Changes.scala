@@ -17,8 +17,8 @@ import io.sparkreplicate.catalyst.OutputColumns
  * How: every change becomes an event on its key (an UPDATE that changes the key also becomes a
  * DELETE of the old key), ordered per key by change sequence with full-load rows first. An event
  * that sets every column (its mask names them all, or it starts a row) carries them in one struct,
- * `Full`; an event whose mask leaves columns out carries its values, its mask and its order in
- * another, `Partial`. Over a window per key, one function, [[ValuesAfter]], folds the events in
+ * `Full`; an event whose mask leaves columns out carries its values and its mask in another,
+ * `Partial`. Over a window per key, one function, [[ValuesAfter]], folds the events in
  * order: a `Full` sets every column, a `Partial` the columns its mask names. So the events cross
  * the shuffle and the sort as one struct each, and the window keeps one value per key.
  * [[DeltaTarget]] replays a batch the same way after the rows a Delta table holds.
@@ -148,16 +148,12 @@ object Changes {
   /** Value column `index`'s bit in word `index / 64` of a `Partial`'s mask, m0, m1... */
   private def bit(index: Int): Column = lit(1L << (index % 64))
 
-  /** An event's place in [[eventOrder]] as one struct, which compares as the order does. */
-  private[cdc] def orderStruct(rank: Column, sequence: Column, operation: Column, derived: Column): Column =
-    struct(rank.as("r"), sequence.as("s"), operation.as("p"), derived.as("d"))
-
-  /** The field `v`, the value columns' `values` as fields v0, v1...; none for a table whose columns are all keys. */
-  private def valueStruct(values: Seq[Column]): Seq[Column] =
-    if (values.isEmpty) Nil else Seq(struct(values.zipWithIndex.map { case (v, i) => v.as(s"v$i") }: _*).as("v"))
-
-  /** The `Full` of an event at `order` that sets the value columns to `values`. */
-  private[cdc] def fullStruct(order: Column, values: Seq[Column]): Column = struct(order.as("o") +: valueStruct(values): _*)
+  /**
+   * The `Full` of an event that sets the value columns to `values`: fields v0, v1... (none for a
+   * table whose columns are all keys). Its order travels in its own columns, which the window sorts by.
+   */
+  private[cdc] def fullStruct(values: Seq[Column]): Column =
+    struct(values.zipWithIndex.map { case (v, i) => v.as(s"v$i") }: _*)
 
   /**
    * Every change as an event on its key (a change delivered twice, twice: [[replay]] drops the
@@ -174,7 +170,6 @@ object Changes {
     val flagged = changes.select(col("*"), moved.as(Moved),
       (col(Operation).isin("INSERT", "REFRESH") || moved).as(WholeRow),
       (col(PresentColumns).isNull || col(PresentColumns) === array(layout.columns.map(lit): _*)).as(AllPresent))
-    val order = orderStruct(lit(1), col(ChangeSeq), col(Operation), lit(false))
     def inMask(name: String): Column = array_contains(col(PresentColumns), name)
     // A moved row starts from its before-image for the columns its mask leaves out.
     val fullValues = values.map(c => when(col(Moved) && !(col(AllPresent) || inMask(c)), before.getField(c))
@@ -182,10 +177,10 @@ object Changes {
     val masks = values.zipWithIndex.grouped(64).zipWithIndex.map { case (word, w) =>
       word.map { case (c, i) => when(inMask(c), bit(i)).otherwise(lit(0L)) }.reduce(_ bitwiseOR _).as(s"m$w")
     }.toSeq
-    val partial = struct(masks ++ Seq(order.as("o")) ++ valueStruct(values.map(quoted)): _*)
+    val partial = struct(masks :+ fullStruct(values.map(quoted)).as("v"): _*)
     val setsAll = col(WholeRow) || col(AllPresent)
     val events = flagged.select(keys.map(quoted) ++ Seq(col(ChangeSeq), col(Operation), lit(1).as(Rank),
-      lit(false).as(Derived), when(setsAll, fullStruct(order, fullValues)).as(Full),
+      lit(false).as(Derived), when(setsAll, fullStruct(fullValues)).as(Full),
       when(!setsAll, partial).as(Partial)): _*)
     val movedAway = flagged.where(col(Moved)).select(keys.map(k => before.getField(k).as(k)) ++
       Seq(col(ChangeSeq), lit(Delete).as(Operation), lit(1).as(Rank), lit(true).as(Derived)) ++

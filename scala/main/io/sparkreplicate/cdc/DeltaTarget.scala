@@ -210,12 +210,11 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     val withBaseline = baseline(fresh, events).fold(fresh)(fresh.unionByName(_))
     val staged = if (scdType == 1) {
       // A current-state target takes each key's last event only. Its changes applied are its
-      // distinct events less the baseline and the DELETEs of moved rows' old keys; the minimum
-      // and the count, at the last event, are over all of them.
-      val existed = min(col(Rank)).over(soFar(layout)) === 0
-      val movedAway = when(col(Derived), struct(col(ChangeSeq).as("s")))
-      replayLast(withBaseline, layout, existed.as(Existed), (dense_rank().over(eventOrder(layout)) -
-        when(existed, 1).otherwise(0) - size(collect_set(movedAway).over(everyEvent(layout)))).as(AppliedChanges))
+      // distinct changes (not the baseline, nor the DELETEs of moved rows' old keys); both flags
+      // are over all the key's events, the frame the fold is computed over already.
+      val change = when(col(Rank) === 1 && !col(Derived), struct(col(ChangeSeq).as("s"), col(Operation).as("p")))
+      replayLast(withBaseline, layout, (min(col(Rank)).over(everyEvent(layout)) === 0).as(Existed),
+        size(collect_set(change).over(everyEvent(layout))).as(AppliedChanges))
     } else {
       // Windows over the replay's own order (or its keys alone) reuse its sort.
       val perKey = Window.partitionBy(layout.keys.map(quoted): _*)
@@ -250,8 +249,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       val present = rows.columns.toSet
       rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
         .select(layout.keys.map(quoted) ++ Seq(sequence.as(ChangeSeq), lit("BASELINE").as(Operation), lit(0).as(Rank),
-          lit(false).as(Derived), fullStruct(orderStruct(lit(0), sequence, lit("BASELINE"), lit(false)),
-            layout.values.map(c => if (present(c)) quoted(c) else lit(null))).cast(events.schema(Full).dataType).as(Full),
+          lit(false).as(Derived), fullStruct(layout.values.map(c => if (present(c)) quoted(c) else lit(null)))
+            .cast(events.schema(Full).dataType).as(Full),
           lit(null).cast(events.schema(Partial).dataType).as(Partial)): _*)
     }
 

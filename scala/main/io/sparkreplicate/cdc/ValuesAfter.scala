@@ -10,8 +10,8 @@ import org.apache.spark.sql.types.{DataType, LongType, StructField, StructType}
 /**
  * `replicate_values_after(full, partial)` over a window of a key's events in their order: the
  * value columns as they stand after the frame's events, folded in the order the frame gives them.
- * An event's `full` (its `Full`: struct(o, v)) sets every column, one copy of its values; its
- * `partial` (struct(m0.., o, v)) sets the columns its mask words name. The replay's one window
+ * An event's `full` (its `Full`: the struct of its values) sets every column, one copy of it;
+ * its `partial` (struct(m0.., v)) sets the columns its mask words name. The replay's one window
  * function for all the columns: `last(..., ignoreNulls)` per column, as before it, spread every
  * partial event into a struct per column and kept a value per column in the window, which took
  * about a fifth more time for `latest_state` on the benchmark's apply data.
@@ -25,11 +25,10 @@ final case class ValuesAfter(full: Expression, partial: Expression, mutableAggBu
   override def nullable: Boolean = true
   override def dataType: DataType = values
 
-  private lazy val values = full.dataType.asInstanceOf[StructType]("v").dataType.asInstanceOf[StructType]
+  private lazy val values = full.dataType.asInstanceOf[StructType]
   private lazy val width = values.length
   private lazy val types = values.fields.map(_.dataType)
   private lazy val words = (width + 63) / 64
-  private lazy val fullValues = full.dataType.asInstanceOf[StructType].fieldIndex("v")
   private lazy val partialValues = partial.dataType.asInstanceOf[StructType].fieldIndex("v")
 
   /** The buffer: the last `full` values, each column's value set since, and the words of which are. */
@@ -56,7 +55,7 @@ final case class ValuesAfter(full: Expression, partial: Expression, mutableAggBu
     val event = full.eval(input).asInstanceOf[InternalRow]
     if (event != null) {
       // Copied: the frame's rows are the window's buffer, which a spill reads back into one row.
-      buffer.update(mutableAggBufferOffset, event.getStruct(fullValues, width).copy())
+      buffer.update(mutableAggBufferOffset, event.copy())
       clearSet(buffer)
     } else {
       val columns = partial.eval(input).asInstanceOf[InternalRow]
