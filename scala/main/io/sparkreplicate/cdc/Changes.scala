@@ -34,8 +34,9 @@ object Changes {
   /** What orders each key's events, every one ascending with nulls first (Spark's default). */
   private def orderColumns: Seq[Column] = Seq(Rank, ChangeSeq, Operation, Derived).map(col)
   /**
-   * An event's values when it sets every column: struct(o: its order, v: struct of the values); and
-   * when it does not: struct(m0, m1...: its mask, bit i % 64 of word i / 64 for value column i, o, v).
+   * An event's values when it sets every column: a struct of the value columns, v0, v1...; and when
+   * it does not: struct(m0, m1...: its mask, bit i % 64 of word i / 64 for value column i, v: the
+   * same struct). Its order travels in its own columns ([[orderColumns]]), which the window sorts by.
    */
   private[cdc] val Full = "__replicate_full"
   private[cdc] val Partial = "__replicate_partial"
