@@ -128,6 +128,7 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     flagged = changes.selectExpr(
         "*", f"{moved} AS {_MOVED}", f"{OPERATION} IN ('INSERT', 'REFRESH') OR {moved} AS {_WHOLE_ROW}",
         f"{_PRESENT} IS NULL OR {_PRESENT} = array({', '.join(map(sql_string, layout.columns))}) AS {_ALL_PRESENT}")
+
     def in_mask(column: str) -> str:
         return f"array_contains({_PRESENT}, {sql_string(column)})"
 
