@@ -52,6 +52,6 @@ lazy val root = (project in file("."))
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     Test / parallelExecution := false,
     Test / javaOptions ++= Seq("-Xmx2g", "-Duser.timezone=UTC") ++ JavaModules.opens ++
-      // `bin/sbt -Dreplicate.fuzz.cases=1000000 ...` reaches the forked test JVM.
-      sys.props.collect { case (k, v) if k.startsWith("replicate.fuzz.") => s"-D$k=$v" }
+      // `bin/sbt -Dreplicate.fuzz.cases=1000000 ...` and `-Ddecoderbench.cases=...` reach the forked test JVM.
+      sys.props.collect { case (k, v) if k.startsWith("replicate.fuzz.") || k.startsWith("decoderbench.") => s"-D$k=$v" }
   )
