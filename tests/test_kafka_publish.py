@@ -5,6 +5,7 @@ read with fastavro: the two sides of every later Kafka-versus-files comparison."
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -49,24 +50,33 @@ def published(bootstrap: str, topic: str) -> set[tuple]:
         consumer.close()
 
 
+_setups = itertools.count()
+
+
 @pytest.fixture(scope="module")
 def zone(tmp_path_factory, kafka_bootstrap):
+    """The landed zone and the prefix of its topics, a new one at each set-up: pytest-xdist's worksteal
+    can run this module's tests on one worker in two turns, setting the fixture up twice on the
+    worker's one broker, where the same topics exist already."""
+    prefix = f"publish{next(_setups)}-"
     return generate_landing_zone(tmp_path_factory.mktemp("kafka-zone") / "landing", messages=1200, seed=171,
                                  framing="avro", files_per_topic=3, md_in_data_topics=True,
-                                 kafka=kafka_bootstrap, kafka_topic_prefix="publish-")
+                                 kafka=kafka_bootstrap, kafka_topic_prefix=prefix), prefix
 
 
 def test_every_topic_holds_exactly_the_landed_messages(zone, kafka_bootstrap):
+    zone, prefix = zone
     topics = {SCHEMA_TOPIC: zone.schema_topic, **zone.topics}
     for name, directory in topics.items():
         expected = landed(directory)
         assert expected, name
-        assert published(kafka_bootstrap, "publish-" + name) == expected, name
+        assert published(kafka_bootstrap, prefix + name) == expected, name
 
 
 def test_data_topics_keep_the_partitions_and_keys_replicate_sets(zone, kafka_bootstrap):
+    zone, prefix = zone
     for name in zone.topics:
-        records = published(kafka_bootstrap, "publish-" + name)
+        records = published(kafka_bootstrap, prefix + name)
         assert {partition for partition, *_ in records} == {0, 1, 2}
         by_offset = {(m.partition, m.offset): m.key for m in zone.messages if m.topic == name}
         assert {(p, o): key for p, o, _, key, _ in records if (p, o) in by_offset} == by_offset
@@ -74,7 +84,7 @@ def test_data_topics_keep_the_partitions_and_keys_replicate_sets(zone, kafka_boo
 
 def test_topics_that_exist_already_are_refused(tmp_path, kafka_bootstrap, zone):
     with pytest.raises(ValueError, match="exists already"):
-        generate_landing_zone(tmp_path / "again", messages=10, kafka=kafka_bootstrap, kafka_topic_prefix="publish-")
+        generate_landing_zone(tmp_path / "again", messages=10, kafka=kafka_bootstrap, kafka_topic_prefix=zone[1])
 
 
 def test_the_cli_publishes_with_a_topic_prefix(tmp_path, kafka_bootstrap):

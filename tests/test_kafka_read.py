@@ -68,6 +68,29 @@ def test_starting_and_ending_offsets_select_the_records(spark, kafka_zone, kafka
     assert got == expected and got
 
 
+def test_a_batch_read_cuts_the_topic_for_every_core(spark, kafka_zone, kafka_bootstrap):
+    """Three offset ranges per core, as Spark's Kafka source cuts them for `minPartitions`, unless the
+    read sets `minPartitions` or `maxRecordsPerPartition`, or `failOnDataLoss` false (whose records lost
+    from a cut partition Spark's reader fails on): then Spark's own cut, one task per partition."""
+    def tasks(reader, **options):
+        return reader(**options).rdd.getNumPartitions()
+
+    def spark_own(**options):
+        return (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+                .option("subscribe", PREFIX + "sales").options(**options).load())
+
+    def ours(**options):
+        return kafka_read(spark, kafka_bootstrap, "sales", table="SALES.ORDERS", **options)
+
+    partitions = len({m.partition for m in kafka_zone.messages if m.topic == "sales"})
+    cores = spark.sparkContext.defaultParallelism
+    assert tasks(spark_own) == partitions < cores * 3
+    assert tasks(ours) == tasks(spark_own, minPartitions=cores * 3) > partitions
+    assert tasks(ours, minPartitions=1) == tasks(ours, maxRecordsPerPartition=10**9) == partitions
+    assert tasks(ours, failOnDataLoss="false") == partitions
+    assert ours().count() == ours(minPartitions=1).count() == len(kafka_zone.messages_for("SALES.ORDERS"))
+
+
 def test_metadata_view_of_the_schema_topic(spark, kafka_zone, kafka_bootstrap):
     df = kafka_read(spark, kafka_bootstrap, SCHEMA_TOPIC, schema_topic=False, messages="metadata")
     assert sorted((r.schema_name + "." + r.table_name, r.table_version) for r in df.collect()) == \

@@ -49,6 +49,17 @@ class KafkaSourceSuite extends AnyFunSuite {
     assert(ofDataTopics == options + ("startingOffsets" -> "earliest") + ("endingOffsets" -> "latest"))
   }
 
+  test("a batch read asks for three offset ranges per core unless it says how to cut, or tolerates loss") {
+    val strict = parse(kafka - "failOnDataLoss")
+    assert(strict.batchSource(cores = 4) == strict.source + ("minPartitions" -> "12"))
+    for (given <- Seq("MINPARTITIONS" -> "2", "maxRecordsPerPartition" -> "1000")) {
+      val cut = parse(kafka - "failOnDataLoss" + given)
+      assert(cut.batchSource(cores = 4) == cut.source, given)
+    }
+    val tolerant = parse(kafka + ("FailOnDataLoss" -> "FALSE"))
+    assert(tolerant.batchSource(cores = 4) == tolerant.source)
+  }
+
   test("exactly one of subscribe, subscribePattern and assign") {
     val none = intercept[ReplicateException](parse(kafka - "subscribe"))
     assert(none.errorId == ErrorId.InvalidOption && none.detail.contains("none is set"))

@@ -22,6 +22,27 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
   def dataTopicsWhole: Map[String, String] = KafkaOptions.whole(source)
 
   /**
+   * What Spark's Kafka source is given for a batch read on `cores` cores: unless `minPartitions` or
+   * `maxRecordsPerPartition` says how to cut the read, at least [[KafkaOptions.RangesPerCore]]
+   * offset ranges per core. Spark's default of one task per topic partition leaves cores idle when
+   * the partitions are fewer than the cores, or not a multiple of them (3 partitions on 2 cores run
+   * as 2 tasks, then 1 alone), as the file reader's blocks never do. Spark splits only the ranges
+   * that are large next to the others, and a topic with that many partitions stays one task each.
+   *
+   * Not cut either: a read with `failOnDataLoss` false, as Spark's Kafka reader of ranges cut from
+   * one partition whose records were lost can hand one consumer to two tasks (Spark 4.0 fails them
+   * with "KafkaConsumer is not safe for multi-threaded access"); and a stream, whose executors reuse
+   * their consumer of a partition across micro-batches only when it is one task each.
+   */
+  def batchSource(cores: Int): Map[String, String] = {
+    val options = new OptionMap(source)
+    val cutGiven = KafkaOptions.CutOptions.exists(options.nonBlank(_).nonEmpty)
+    val lossTolerated = options.nonBlank(KafkaOptions.FailOnDataLoss).exists(_.equalsIgnoreCase("false"))
+    if (cutGiven || lossTolerated) source
+    else source + (KafkaOptions.MinPartitions -> (math.max(cores, 1) * KafkaOptions.RangesPerCore).toString)
+  }
+
+  /**
    * Reads the schema topic with a plain consumer of the `kafka.*` client settings: on the driver
    * when a query is planned or `from_replicate` analysed, and again in a task for `metadataWait`.
    * None without one: the data topics' metadata was all read when the query was planned, so there
@@ -50,6 +71,16 @@ object KafkaOptions {
   val BootstrapServers = "kafka.bootstrap.servers"
   val SchemaTopic = "schemaTopic"
   private val ClientPrefix = "kafka."
+  private val MinPartitions = "minPartitions"
+  private val FailOnDataLoss = "failOnDataLoss"
+  /** Spark's Kafka options that say how to cut a read into tasks. */
+  private val CutOptions = Seq(MinPartitions, "maxRecordsPerPartition")
+  /**
+   * Ranges per core of a batch read that sets no cut of its own: enough that a wave of tasks
+   * left short at the end idles a small part of the cores, few enough that each task stays long
+   * next to the cost of starting it.
+   */
+  private val RangesPerCore = 3
   /** Spark's Kafka source reads exactly one of these. */
   private val Subscriptions = Seq("subscribe", "subscribePattern", "assign")
   /** Where a read starts and ends, lower case: the metadata is read from all of the topic instead. */

@@ -7,7 +7,10 @@ import org.apache.spark.sql.SparkSession
 import io.sparkreplicate.{Redaction, SessionDefaults}
 import io.sparkreplicate.files.SplitPlanner
 
-/** What the connector takes from the active session: option defaults, the file system, split sizes. */
+/**
+ * What the connector takes from the active session: option defaults, the file system, split sizes,
+ * cores.
+ */
 object SessionBinding {
 
   def defaults(spark: SparkSession): SessionDefaults = SessionDefaults(
@@ -30,6 +33,10 @@ object SessionBinding {
     openCostInBytes = bytes(spark, "spark.sql.files.openCostInBytes", "4m"),
     minPartitions = spark.conf.getOption("spark.sql.files.minPartitionNum").map(_.toInt)
       .getOrElse(spark.sparkContext.defaultParallelism))
+
+  /** The cores a scan's tasks may use at once, as Spark's own scans count them. */
+  def cores(spark: SparkSession): Int = spark.conf.getOption("spark.sql.leafNodeDefaultParallelism").map(_.toInt)
+    .getOrElse(spark.sparkContext.defaultParallelism)
 
   private def bytes(spark: SparkSession, key: String, default: String): Long =
     JavaUtils.byteStringAsBytes(spark.conf.get(key, default))

@@ -10,11 +10,14 @@ import org.apache.spark.sql.types.StructType
 
 import io.sparkreplicate.catalyst.{MessageFilter, MessageReader, ReadCounters, RowSpec}
 import io.sparkreplicate.kafka.{KafkaMessageInput, KafkaPlan}
+import io.sparkreplicate.sql.SessionBinding
 
 /**
  * A read of Kafka: Spark's own Kafka scan decides the input partitions and the offsets (batch
  * bounds, micro-batches, admission control, checkpoints, data loss), and each task decodes the
- * records Spark's Kafka reader returns. No consumer and no offset of the connector's own.
+ * records Spark's Kafka reader returns. No consumer and no offset of the connector's own; a batch
+ * only asks Spark's scan for enough input partitions to keep every core busy
+ * ([[io.sparkreplicate.kafka.KafkaOptions.batchSource]]).
  *
  * @param pushed the filters `filter` was built from, for EXPLAIN
  */
@@ -29,7 +32,8 @@ final class ReplicateKafkaScan(plan: KafkaPlan, required: StructType, pushed: Se
       s"pushedFilters=${pushed.mkString("[", ", ", "]")}, mode=${plan.query.options.mode.name}, " +
       s"kafka=${plan.options.describe}]"
 
-  override def toBatch: Batch = new DecodedKafkaBatch(kafka.toBatch, decoding)
+  override def toBatch: Batch = new DecodedKafkaBatch(
+    SparkKafkaSource.scan(plan.options.batchSource(SessionBinding.cores(SparkSession.active))).toBatch, decoding)
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream =
     DecodedKafkaStream(kafka.toMicroBatchStream(checkpointLocation), decoding)
