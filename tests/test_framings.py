@@ -64,6 +64,21 @@ def test_a_large_container_file_is_split_and_every_message_read_once(spark, land
     assert_same_rows(rows, expected_rows(zone, table))
 
 
+def test_the_leaf_node_parallelism_sizes_the_blocks_as_for_spark_file_sources(spark, landing_zone):
+    """Without spark.sql.files.minPartitionNum, the bytes per core come from
+    spark.sql.leafNodeDefaultParallelism when set, as Spark's file sources take them."""
+    zone = landing_zone("large-avro")
+
+    def partitions(cores: int | None) -> int:
+        conf = {"spark.sql.files.openCostInBytes": "1k"}
+        if cores:
+            conf["spark.sql.leafNodeDefaultParallelism"] = str(cores)
+        with spark_conf(spark, conf):
+            return read_table(spark, zone, "HR.EMPLOYEES").rdd.getNumPartitions()
+
+    assert partitions(None) <= spark.sparkContext.defaultParallelism + 1 < 8 <= partitions(8)
+
+
 def test_a_small_file_is_one_partition_by_default(spark, landing_zone):
     """Without the small maxPartitionBytes, the same file is not cut up needlessly."""
     zone = landing_zone("large-avro")

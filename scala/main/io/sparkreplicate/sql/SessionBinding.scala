@@ -31,8 +31,7 @@ object SessionBinding {
   def splitPlanner(spark: SparkSession): SplitPlanner = SplitPlanner(
     maxPartitionBytes = bytes(spark, "spark.sql.files.maxPartitionBytes", "128m"),
     openCostInBytes = bytes(spark, "spark.sql.files.openCostInBytes", "4m"),
-    minPartitions = spark.conf.getOption("spark.sql.files.minPartitionNum").map(_.toInt)
-      .getOrElse(spark.sparkContext.defaultParallelism))
+    minPartitions = spark.conf.getOption("spark.sql.files.minPartitionNum").map(_.toInt).getOrElse(cores(spark)))
 
   /** The cores a scan's tasks may use at once, as Spark's own scans count them. */
   def cores(spark: SparkSession): Int = spark.conf.getOption("spark.sql.leafNodeDefaultParallelism").map(_.toInt)
