@@ -324,11 +324,12 @@ def kafka(r: dict) -> list[str]:
                      f"| {c['median_s'] / floor:.2f} | {_seconds(c['times_s'])} |")
     lines += ["", "Ratios (other's time / ours; ours / the floor's): "
               + ", ".join(f"{name} **{value}**" for name, value in k["ratios"].items()) + ".", ""]
-    if "cut_ratios" in k:
-        lines += ["A batch read of the connector asks Spark's Kafka source for 3 offset ranges per core unless told "
-                  "otherwise; Spark's source, by default, reads one task per topic partition. The same ratios with "
-                  "every read cut alike (outside the targets): "
-                  + ", ".join(f"{name} **{value}**" for name, value in k["cut_ratios"].items()) + ".", ""]
+    if "alike_ratios" in k:
+        lines += ["A batch read of the connector gives Spark's Kafka source, unless told otherwise, 3 offset ranges "
+                  "per core (Spark's default: one task per topic partition) and `kafka.max.poll.records` 100000 (the "
+                  "consumer's default: 500). The same ratios with Spark's Kafka source given the same for every "
+                  "contender (outside the targets): "
+                  + ", ".join(f"{name} **{value}**" for name, value in k["alike_ratios"].items()) + ".", ""]
     return lines
 
 

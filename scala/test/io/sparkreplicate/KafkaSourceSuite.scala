@@ -50,14 +50,24 @@ class KafkaSourceSuite extends AnyFunSuite {
   }
 
   test("a batch read asks for three offset ranges per core unless it says how to cut, or tolerates loss") {
+    val polling = "kafka.max.poll.records" -> "100000"
     val strict = parse(kafka - "failOnDataLoss")
-    assert(strict.batchSource(cores = 4) == strict.source + ("minPartitions" -> "12"))
+    assert(strict.batchSource(cores = 4) == strict.source + polling + ("minPartitions" -> "12"))
     for (given <- Seq("MINPARTITIONS" -> "2", "maxRecordsPerPartition" -> "1000")) {
       val cut = parse(kafka - "failOnDataLoss" + given)
-      assert(cut.batchSource(cores = 4) == cut.source, given)
+      assert(cut.batchSource(cores = 4) == cut.source + polling, given)
     }
     val tolerant = parse(kafka + ("FailOnDataLoss" -> "FALSE"))
-    assert(tolerant.batchSource(cores = 4) == tolerant.source)
+    assert(tolerant.batchSource(cores = 4) == tolerant.source + polling)
+  }
+
+  test("every read of Spark's Kafka source polls all the records fetched, unless the poll is set") {
+    val options = parse(kafka)
+    for (read <- Seq(options.streamSource, options.batchSource(cores = 2), options.dataTopicsWhole)) {
+      assert(read("kafka.max.poll.records") == "100000")
+    }
+    val set = parse(kafka + ("KAFKA.MAX.POLL.RECORDS" -> "50"))
+    assert(set.streamSource == set.source && !set.batchSource(cores = 2).contains("kafka.max.poll.records"))
   }
 
   test("exactly one of subscribe, subscribePattern and assign") {

@@ -19,15 +19,19 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
    * Without a schema topic: Spark's Kafka source options that read the subscribed topics whole,
    * from their earliest offsets to their latest, for their metadata messages.
    */
-  def dataTopicsWhole: Map[String, String] = KafkaOptions.whole(source)
+  def dataTopicsWhole: Map[String, String] = KafkaOptions.polling(KafkaOptions.whole(source))
+
+  /** What Spark's Kafka source is given for a stream: the options, polling as [[KafkaOptions.polling]] says. */
+  def streamSource: Map[String, String] = KafkaOptions.polling(source)
 
   /**
-   * What Spark's Kafka source is given for a batch read on `cores` cores: unless `minPartitions` or
-   * `maxRecordsPerPartition` says how to cut the read, at least [[KafkaOptions.RangesPerCore]]
-   * offset ranges per core. Spark's default of one task per topic partition leaves cores idle when
-   * the partitions are fewer than the cores, or not a multiple of them (3 partitions on 2 cores run
-   * as 2 tasks, then 1 alone), as the file reader's blocks never do. Spark splits only the ranges
-   * that are large next to the others, and a topic with that many partitions stays one task each.
+   * What Spark's Kafka source is given for a batch read on `cores` cores: what a stream is given
+   * and, unless `minPartitions` or `maxRecordsPerPartition` says how to cut the read, at least
+   * three offset ranges per core. Spark's default of one task per topic partition leaves cores idle
+   * when the partitions are fewer than the cores, or not a multiple of them (3 partitions on 2 cores
+   * run as 2 tasks, then 1 alone), as the file reader's blocks never do. Spark splits only the
+   * ranges that are large next to the others, and a topic with that many partitions stays one task
+   * each.
    *
    * Not cut either: a read with `failOnDataLoss` false, as Spark's Kafka reader of ranges cut from
    * one partition whose records were lost can hand one consumer to two tasks (Spark 4.0 fails them
@@ -38,8 +42,8 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
     val options = new OptionMap(source)
     val cutGiven = KafkaOptions.CutOptions.exists(options.nonBlank(_).nonEmpty)
     val lossTolerated = options.nonBlank(KafkaOptions.FailOnDataLoss).exists(_.equalsIgnoreCase("false"))
-    if (cutGiven || lossTolerated) source
-    else source + (KafkaOptions.MinPartitions -> (math.max(cores, 1) * KafkaOptions.RangesPerCore).toString)
+    if (cutGiven || lossTolerated) streamSource
+    else streamSource + (KafkaOptions.MinPartitions -> (math.max(cores, 1) * KafkaOptions.RangesPerCore).toString)
   }
 
   /**
@@ -73,6 +77,9 @@ object KafkaOptions {
   private val ClientPrefix = "kafka."
   private val MinPartitions = "minPartitions"
   private val FailOnDataLoss = "failOnDataLoss"
+  private val MaxPollRecords = "kafka.max.poll.records"
+  /** More records than a fetch of 1 MB (the consumer's default) holds of 10-byte ones: any message is larger. */
+  private val PollRecords = 100000
   /** Spark's Kafka options that say how to cut a read into tasks. */
   private val CutOptions = Seq(MinPartitions, "maxRecordsPerPartition")
   /**
@@ -97,6 +104,17 @@ object KafkaOptions {
     whole(schemaTopic.fold(options) { topic =>
       options.filter { case (k, _) => !Subscriptions.exists(_.equalsIgnoreCase(k)) } + ("subscribe" -> topic)
     })
+
+  /**
+   * `options` with, unless set, `kafka.max.poll.records` large enough that a poll hands out every
+   * record the consumer holds. After every poll, Spark's Kafka reader (4.0) asks the broker for the
+   * partition's earliest and latest offsets, two round trips, and a poll hands out 500 records by
+   * default: those requests took a third of the connector's time reading profile M from Kafka. The
+   * consumer fetches as much as before (`max.partition.fetch.bytes`), so no more records are held.
+   */
+  private def polling(options: Map[String, String]): Map[String, String] =
+    if (new OptionMap(options).nonBlank(MaxPollRecords).nonEmpty) options
+    else options + (MaxPollRecords -> PollRecords.toString)
 
   /** `options` with the offsets that start and end the read replaced by the topics' earliest and latest. */
   private def whole(options: Map[String, String]): Map[String, String] =

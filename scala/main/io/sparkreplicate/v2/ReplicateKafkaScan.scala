@@ -23,7 +23,7 @@ import io.sparkreplicate.sql.SessionBinding
  */
 final class ReplicateKafkaScan(plan: KafkaPlan, required: StructType, pushed: Seq[Filter], filter: MessageFilter)
     extends Scan {
-  private lazy val kafka: Scan = SparkKafkaSource.scan(plan.options.source)
+  private lazy val kafka: Scan = SparkKafkaSource.scan(plan.options.streamSource)
 
   override def readSchema(): StructType = required
 
