@@ -107,7 +107,7 @@ object KafkaOptions {
 
   /**
    * `options` with, unless set, `kafka.max.poll.records` large enough that a poll hands out every
-   * record the consumer holds. After every poll, Spark's Kafka reader (4.0) asks the broker for the
+   * record the consumer holds. After every poll, Spark's Kafka reader (4.0 to 4.2) asks the broker for the
    * partition's earliest and latest offsets, two round trips, and a poll hands out 500 records by
    * default: those requests took a third of the connector's time reading profile M from Kafka. The
    * consumer fetches as much as before (`max.partition.fetch.bytes`), so no more records are held.
