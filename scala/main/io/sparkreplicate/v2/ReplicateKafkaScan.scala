@@ -15,9 +15,10 @@ import io.sparkreplicate.sql.SessionBinding
 /**
  * A read of Kafka: Spark's own Kafka scan decides the input partitions and the offsets (batch
  * bounds, micro-batches, admission control, checkpoints, data loss), and each task decodes the
- * records Spark's Kafka reader returns. No consumer and no offset of the connector's own; a batch
- * only asks Spark's scan for enough input partitions to keep every core busy
- * ([[io.sparkreplicate.kafka.KafkaOptions.batchSource]]).
+ * records Spark's Kafka reader returns. No consumer and no offset of the connector's own: it only
+ * gives Spark's scan defaults the read did not set, records per poll
+ * ([[io.sparkreplicate.kafka.KafkaOptions.streamSource]]) and, for a batch, enough input partitions
+ * to keep every core busy ([[io.sparkreplicate.kafka.KafkaOptions.batchSource]]).
  *
  * @param pushed the filters `filter` was built from, for EXPLAIN
  */
