@@ -9,7 +9,8 @@ import io.sparkreplicate.catalyst.MetadataRefresh
  * The options of reading Kafka: Spark's own Kafka source reads the records (with every option of
  * its own, which mean what Spark's documentation says) and the connector decodes their values.
  *
- * @param source      what Spark's Kafka source is given: every option but the connector's own
+ * @param source      the read's options for Spark's Kafka source: every option but the connector's
+ *                    own (a scan adds the defaults of [[streamSource]] or [[batchSource]])
  * @param schemaTopic the Kafka topic of Replicate's metadata messages; None to take the metadata
  *                    from the data topics
  */
