@@ -325,10 +325,11 @@ def kafka(r: dict) -> list[str]:
     lines += ["", "Ratios (other's time / ours; ours / the floor's): "
               + ", ".join(f"{name} **{value}**" for name, value in k["ratios"].items()) + ".", ""]
     if "alike_ratios" in k:
-        lines += ["A batch read of the connector gives Spark's Kafka source, unless told otherwise, 3 offset ranges "
-                  "per core (Spark's default: one task per topic partition) and `kafka.max.poll.records` 100000 (the "
-                  "consumer's default: 500). The same ratios with Spark's Kafka source given the same for every "
-                  "contender (outside the targets): "
+        lines += [f"A batch read of the connector gives Spark's Kafka source, unless told otherwise, "
+                  f"{kafka_profile.RANGES_PER_CORE} offset ranges per core (Spark's default: one task per topic "
+                  f"partition) and `kafka.max.poll.records` {kafka_profile.POLL_RECORDS} (the consumer's default: "
+                  "500). The same ratios with Spark's Kafka source given the same for every contender (outside the "
+                  "targets): "
                   + ", ".join(f"{name} **{value}**" for name, value in k["alike_ratios"].items()) + ".", ""]
     return lines
 

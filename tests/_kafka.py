@@ -82,11 +82,12 @@ def kafka_read(spark: SparkSession, bootstrap: str, topic: str, schema_topic: bo
     return reader.load()
 
 
-def kafka_values(spark: SparkSession, bootstrap: str, topic: str, stream: bool = False) -> DataFrame:
-    """Spark's own Kafka DataFrame of one topic of the Kafka zone, from its earliest offset."""
+def kafka_values(spark: SparkSession, bootstrap: str, topic: str, stream: bool = False, **options) -> DataFrame:
+    """Spark's own Kafka DataFrame of one topic of the Kafka zone, from its earliest offset, with
+    Spark's Kafka ``options``."""
     reader = spark.readStream if stream else spark.read
     return (reader.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", PREFIX + topic)
-            .option("startingOffsets", "earliest").load())
+            .option("startingOffsets", "earliest").options(**options).load())
 
 
 def memory_sink(spark: SparkSession, stream: DataFrame, name: str) -> DataFrame:

@@ -12,7 +12,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from pyspark.errors import IllegalArgumentException
 
 import spark_replicate
-from _kafka import PREFIX, fingerprint, generic_fingerprint, kafka_read, publish
+from _kafka import PREFIX, fingerprint, generic_fingerprint, kafka_read, kafka_values, publish
 from conftest import SOURCE, read_table, smoke_cases
 from spark_replicate.generate import SCHEMA_TOPIC
 
@@ -76,8 +76,7 @@ def test_a_batch_read_cuts_the_topic_for_every_core(spark, kafka_zone, kafka_boo
         return reader(**options).rdd.getNumPartitions()
 
     def spark_own(**options):
-        return (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap)
-                .option("subscribe", PREFIX + "sales").options(**options).load())
+        return kafka_values(spark, kafka_bootstrap, "sales", **options)
 
     def ours(**options):
         return kafka_read(spark, kafka_bootstrap, "sales", table="SALES.ORDERS", **options)
