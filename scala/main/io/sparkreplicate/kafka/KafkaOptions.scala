@@ -28,11 +28,11 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
   /**
    * What Spark's Kafka source is given for a batch read on `cores` cores: what a stream is given
    * and, unless `minPartitions` or `maxRecordsPerPartition` says how to cut the read, at least
-   * three offset ranges per core. Spark's default of one task per topic partition leaves cores idle
-   * when the partitions are fewer than the cores, or not a multiple of them (3 partitions on 2 cores
-   * run as 2 tasks, then 1 alone), as the file reader's blocks never do. Spark splits only the
-   * ranges that are large next to the others, and a topic with that many partitions stays one task
-   * each.
+   * [[KafkaOptions.RangesPerCore]] offset ranges per core. Spark's default of one task per topic
+   * partition leaves cores idle when the partitions are fewer than the cores, or not a multiple of
+   * them (3 partitions on 2 cores run as 2 tasks, then 1 alone), as the file reader's blocks never
+   * do. Spark splits only the ranges that are large next to the others, and a topic with that many
+   * partitions stays one task each.
    *
    * Not cut either: a read with `failOnDataLoss` false, as Spark's Kafka reader of ranges cut from
    * one partition whose records were lost can hand one consumer to two tasks (Spark 4.0 fails them
@@ -43,8 +43,9 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
     val options = new OptionMap(source)
     val cutGiven = KafkaOptions.CutOptions.exists(options.nonBlank(_).nonEmpty)
     val lossTolerated = options.nonBlank(KafkaOptions.FailOnDataLoss).exists(_.equalsIgnoreCase("false"))
-    if (cutGiven || lossTolerated) streamSource
-    else streamSource + (KafkaOptions.MinPartitions -> (math.max(cores, 1) * KafkaOptions.RangesPerCore).toString)
+    val polled = streamSource
+    if (cutGiven || lossTolerated) polled
+    else polled + (KafkaOptions.MinPartitions -> (math.max(cores, 1) * KafkaOptions.RangesPerCore).toString)
   }
 
   /**
