@@ -41,11 +41,6 @@ object Changes {
   private[cdc] val Full = "__replicate_full"
   private[cdc] val Partial = "__replicate_partial"
   private val ValuesAfterEvents = "__replicate_values"
-  // Per change row, computed once for all its columns: whether it moves its row to a new key,
-  // whether it sets every column, and whether its column mask names every column (or is null).
-  private val Moved = "__replicate_moved"
-  private val WholeRow = "__replicate_whole_row"
-  private val AllPresent = "__replicate_all_present"
   private[cdc] val Delete = "DELETE"
 
   /** The table's columns (in the reader's order), its key columns (in key order), and the others. */
@@ -163,27 +158,30 @@ object Changes {
    */
   private[cdc] def changeEvents(changes: DataFrame, layout: Layout): DataFrame = {
     val (keys, values) = (layout.keys, layout.values)
+    // The flags of a row (whether it moves to a new key, sets every column, has a mask naming every
+    // column) are written into each expression that needs them, not made columns of a projection of
+    // their own: subexpression elimination computes each once per row all the same, while that
+    // projection copied every column of the input once more (code this long runs outside whole-stage
+    // code generation, where each projection makes its own rows).
     val before = col(BeforeImage)
     val moved = col(Operation) === "UPDATE" && before.isNotNull &&
       !keys.map(k => before.getField(k) <=> quoted(k)).reduce(_ && _)
-    // The flags are columns of their own so that each is computed once per row, not once per
-    // column; a full mask (the usual case) then spares the search of the mask's names per column.
-    val flagged = changes.select(col("*"), moved.as(Moved),
-      (col(Operation).isin("INSERT", "REFRESH") || moved).as(WholeRow),
-      (col(PresentColumns).isNull || col(PresentColumns) === array(layout.columns.map(lit): _*)).as(AllPresent))
+    val wholeRow = col(Operation).isin("INSERT", "REFRESH") || moved
+    // A mask's names are the table's (those of the row's version), each once: all of them, if as many.
+    val allPresent = col(PresentColumns).isNull || size(col(PresentColumns)) === layout.columns.size
     def inMask(name: String): Column = array_contains(col(PresentColumns), name)
     // A moved row starts from its before-image for the columns its mask leaves out.
-    val fullValues = values.map(c => when(col(Moved) && !(col(AllPresent) || inMask(c)), before.getField(c))
+    val fullValues = values.map(c => when(moved && !(allPresent || inMask(c)), before.getField(c))
       .otherwise(quoted(c)))
     val masks = values.zipWithIndex.grouped(64).zipWithIndex.map { case (word, w) =>
       word.map { case (c, i) => when(inMask(c), bit(i)).otherwise(lit(0L)) }.reduce(_ bitwiseOR _).as(s"m$w")
     }.toSeq
     val partial = struct(masks :+ fullStruct(values.map(quoted)).as("v"): _*)
-    val setsAll = col(WholeRow) || col(AllPresent)
-    val events = flagged.select(keys.map(quoted) ++ Seq(col(ChangeSeq), col(Operation), lit(1).as(Rank),
+    val setsAll = wholeRow || allPresent
+    val events = changes.select(keys.map(quoted) ++ Seq(col(ChangeSeq), col(Operation), lit(1).as(Rank),
       lit(false).as(Derived), when(setsAll, fullStruct(fullValues)).as(Full),
       when(!setsAll, partial).as(Partial)): _*)
-    val movedAway = flagged.where(col(Moved)).select(keys.map(k => before.getField(k).as(k)) ++
+    val movedAway = changes.where(moved).select(keys.map(k => before.getField(k).as(k)) ++
       Seq(col(ChangeSeq), lit(Delete).as(Operation), lit(1).as(Rank), lit(true).as(Derived)) ++
       Seq(Full, Partial).map(c => lit(null).cast(events.schema(c).dataType).as(c)): _*)
     events.unionByName(movedAway)
