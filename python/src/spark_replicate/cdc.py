@@ -121,8 +121,7 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     # column) are written into each expression that needs them, not made columns of a projection of
     # their own: subexpression elimination computes each once per row all the same, while that
     # projection copied every column of the input once more (code this long runs outside whole-stage
-    # code generation, where each projection makes its own rows). latest_state took about 12% less
-    # time on the benchmark's apply data (30 columns), 15% less on 100 columns.
+    # code generation, where each projection makes its own rows; README: Speed).
     before = quote(_BEFORE)
     moved = (f"({OPERATION} = 'UPDATE' AND {before} IS NOT NULL AND NOT ("
              + " AND ".join(f"{before}.{quote(k)} <=> {quote(k)}" for k in keys) + "))")

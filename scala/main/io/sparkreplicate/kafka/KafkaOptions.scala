@@ -43,9 +43,8 @@ final case class KafkaOptions(source: Map[String, String], schemaTopic: Option[S
     val options = new OptionMap(source)
     val cutGiven = KafkaOptions.CutOptions.exists(options.nonBlank(_).nonEmpty)
     val lossTolerated = options.nonBlank(KafkaOptions.FailOnDataLoss).exists(_.equalsIgnoreCase("false"))
-    val polled = streamSource
-    if (cutGiven || lossTolerated) polled
-    else polled + (KafkaOptions.MinPartitions -> (math.max(cores, 1) * KafkaOptions.RangesPerCore).toString)
+    if (cutGiven || lossTolerated) streamSource
+    else streamSource + (KafkaOptions.MinPartitions -> (math.max(cores, 1) * KafkaOptions.RangesPerCore).toString)
   }
 
   /**
