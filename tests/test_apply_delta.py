@@ -8,9 +8,11 @@ same truth through the JVM.
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, functions as F
@@ -22,7 +24,7 @@ from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolvin
                       small_session_env, source_row, spark_conf, table_def)
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
 from spark_replicate._jar import ReplicateSetupError
-from spark_replicate.apply import MERGE_MATERIALIZE_SOURCE, ApplyResult, _State, _apply_batch
+from spark_replicate.apply import MERGE_MATERIALIZE_SOURCE, TXN_APP_ID, TXN_VERSION, ApplyResult, _State, _apply_batch
 from spark_replicate.cdc import KEY_POSITION, table_layout
 from spark_replicate.generate import generate_landing_zone
 
@@ -84,9 +86,25 @@ def test_one_batch_equals_the_source_table_and_again_leaves_it_as_it_is(spark, z
     assert (result.batch, result.inserted, result.updated, result.deleted, result.ignored) == (
         1, len(zone.final_state(table)), 0, 0, 0)
     version = delta_version(spark, target)
+    # Both languages tag a batch's writes alike, so either may finish a batch the other staged.
+    app_id = "spark-replicate/" + spark.sql(f"DESCRIBE DETAIL delta.`{target}/_spark_replicate/batches`").first().id
+    assert tagged_writes(target) == tagged_writes(target / "_spark_replicate" / "keys") == [(app_id, 1)]
     again = apply(implementation, changes, target)
     assert (again.batch, again.inserted, again.updated, again.deleted, again.ignored) == (2, 0, 0, 0, changes.count())
     assert delta_version(spark, target) == version  # nothing staged, nothing merged: no commit
+
+
+def tagged_writes(table) -> list[tuple[str, int] | None]:
+    """Per commit of the Delta table at ``table`` that adds or removes files, the application and
+    version it is tagged with (Delta's ``txn`` action; None when untagged), read from the table's
+    own log files."""
+    writes = []
+    for commit in sorted(Path(table, "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
+        if any("add" in a or "remove" in a for a in actions):
+            txn = next((a["txn"] for a in actions if "txn" in a), None)
+            writes.append(txn and (txn["appId"], txn["version"]))
+    return writes
 
 
 def delta_version(spark, target) -> int:
@@ -112,12 +130,14 @@ def test_merges_take_the_staged_rows_as_they_are_and_the_session_keeps_its_setti
                                                                                   monkeypatch):
     """Nothing rewrites the staged files while a batch is applied, so its MERGEs run without Delta's
     copy of their source; a first load's INSERTs, and the session afterwards, keep the session's
-    setting (Scala's: see ``ChangesSuite``)."""
+    setting (Scala's: see ``ChangesSuite``). Each write is tagged with its batch, and the session
+    keeps no tag afterwards."""
     seen = []
     execute = _State._execute
 
     def noting_the_setting(self, statement: str) -> None:
-        seen.append((statement.split()[0], spark.conf.get(MERGE_MATERIALIZE_SOURCE, None)))
+        seen.append((statement.split()[0], spark.conf.get(MERGE_MATERIALIZE_SOURCE, None),
+                     spark.conf.get(TXN_VERSION, None)))
         execute(self, statement)
     monkeypatch.setattr(_State, "_execute", noting_the_setting)
     spark.conf.set(MERGE_MATERIALIZE_SOURCE, "all")
@@ -125,9 +145,10 @@ def test_merges_take_the_staged_rows_as_they_are_and_the_session_keeps_its_setti
         for batch in in_commit_order(read_table(spark, zone, "SALES.ORDERS"), 2):
             spark_replicate.apply_changes(batch, str(tmp_path / "orders"))
         assert spark.conf.get(MERGE_MATERIALIZE_SOURCE) == "all"
+        assert spark.conf.get(TXN_APP_ID, None) is None and spark.conf.get(TXN_VERSION, None) is None
     finally:
         spark.conf.unset(MERGE_MATERIALIZE_SOURCE)
-    assert seen == [("INSERT", "all")] * 2 + [("MERGE", "none")] * 2
+    assert seen == [("INSERT", "all", "1")] * 2 + [("MERGE", "none", "2")] * 2
     assert_same_rows(delta_rows(spark, tmp_path / "orders"), truth(zone, "SALES.ORDERS"))
 
 
@@ -329,6 +350,11 @@ def test_a_crash_while_a_batch_writes_then_a_rerun(spark, zone, tmp_path, first,
     assert crashed.returncode == -9, crashed.stderr[-3000:]
     spark_replicate.apply_changes(read_table(spark, zone, table), target)
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
+    # Each batch wrote each table once: finishing the batch the crash interrupted skipped the
+    # write it had committed (e.g. the first load's INSERT into the target).
+    for table_path in (target, f"{target}/_spark_replicate/keys"):
+        writes = tagged_writes(table_path)
+        assert None not in writes and [v for _, v in writes] == sorted({v for _, v in writes}), writes
 
 
 @pytest.mark.smoke

@@ -17,12 +17,15 @@ into the target, then into ``keys`` (inserted into a table that holds no file); 
 Both steps are idempotent (merging the same staged rows again leaves the table as it was), and
 every call first finishes a batch that was staged but never logged applied (a run that died), from
 ``staged`` as it was, so a crash anywhere followed by a rerun leaves the table a clean run leaves.
+Each write of step (2) is tagged with the batch (Delta's idempotent writes, ``txnAppId`` and
+``txnVersion``), so finishing a batch skips the write a run that died had committed.
 Uses only the DataFrame API and SQL, so it runs on Spark Connect too (with Delta on the server).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, NamedTuple, Optional
 
 from pyspark.errors import AnalysisException
@@ -47,6 +50,9 @@ _BASELINE = "BASELINE"
 LAST_APPLIED = "__replicate_last_applied"
 _STAGED, _APPLIED = "staged", "applied"
 MERGE_MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
+# Delta's idempotent writes: a write tagged with a version its application already committed to the table is skipped.
+TXN_APP_ID, TXN_VERSION = "spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion"
+APP_ID_PREFIX = "spark-replicate/"
 # Staged rows are written once and read whole, a few times, never searched: Parquet's dictionaries
 # (a hash lookup per value written) would only cost time, about a tenth of a batch's staging.
 STAGED_WITHOUT_DICTIONARIES = ("parquet.enable.dictionary", "false")
@@ -301,10 +307,10 @@ class _State:
         ``merge`` (nothing staged: every change was stale or a duplicate, as in a rerun over the
         same input) only the log is written: two MERGEs of nothing would cost seconds of Delta's."""
         if merge:
-            self._merge_staged()
+            self._merge_staged(entry.batch)
         self._log(entry._replace(status=_APPLIED))
 
-    def _merge_staged(self) -> None:
+    def _merge_staged(self, batch: int) -> None:
         """The staged rows into the target, then into the keys: a MERGE, or an INSERT into a table
         that holds no file (a first load), which has nothing to match and so takes every row the
         MERGE would insert, without its join and its pass to find the files it touches. Either is
@@ -334,25 +340,37 @@ class _State:
                      f"WHEN MATCHED THEN UPDATE SET {END_AT} = s.{END_AT} "
                      f"WHEN NOT MATCHED THEN INSERT ({names}, {START_AT}, {END_AT}) "
                      f"VALUES ({values}, s.{START_AT}, s.{END_AT})")
-        self._write(self.target, insert, merge)
+        self._write(self.target, insert, merge, batch)
         key_names = sql_names(layout.keys)
         key_rows = (f"(SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
                     f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST})")
         self._write(self.keys, f"INSERT INTO {self.keys} SELECT * FROM {key_rows}",
                     f"MERGE INTO {self.keys} t USING {key_rows} s ON {on} "
                     f"WHEN MATCHED THEN UPDATE SET {_KEY_SEQUENCE} = s.{_KEY_SEQUENCE}, {_DELETED} = s.{_DELETED} "
-                    f"WHEN NOT MATCHED THEN INSERT *")
+                    f"WHEN NOT MATCHED THEN INSERT *", batch)
 
-    def _write(self, table: str, insert: str, merge: str) -> None:
-        if self._may_hold(table):
-            # Delta copies a MERGE's source first unless it reads Delta tables only, lest the source
-            # change between its two passes; the staged files do not change while a batch is
-            # applied, so the copy would only cost time (README: Speed).
-            with session_setting(self.spark, MERGE_MATERIALIZE_SOURCE, "none"):
-                self._execute(merge)
-        else:
-            self._execute(insert)
+    def _write(self, table: str, insert: str, merge: str, batch: int) -> None:
+        """The batch's ``merge`` into ``table``, or its ``insert`` when the table holds no file, tagged
+        with the batch: Delta skips it, without a job, when the table holds the write already (a run
+        died after it, before the batch was logged applied)."""
+        with session_setting(self.spark, TXN_APP_ID, self._app_id), \
+                session_setting(self.spark, TXN_VERSION, str(batch)):
+            if self._may_hold(table):
+                # Delta copies a MERGE's source first unless it reads Delta tables only, lest the source
+                # change between its two passes; the staged files do not change while a batch is
+                # applied, so the copy would only cost time (README: Speed).
+                with session_setting(self.spark, MERGE_MATERIALIZE_SOURCE, "none"):
+                    self._execute(merge)
+            else:
+                self._execute(insert)
         self._may_hold_files.pop(table, None)
+
+    @cached_property
+    def _app_id(self) -> str:
+        """The application the batches' writes are tagged with: the log table's Delta id, so that
+        state made anew beside a target (its directory deleted) never meets the batch numbers of the
+        state before it."""
+        return APP_ID_PREFIX + self.spark.sql(f"DESCRIBE DETAIL {_path_name(self._batches_path)}").first().id
 
     def _execute(self, statement: str) -> None:
         self.spark.sql(statement).collect()

@@ -72,6 +72,11 @@ private[cdc] object DeltaTarget {
    */
   private[cdc] val MergeMaterializeSource = "spark.databricks.delta.merge.materializeSource"
 
+  /** Delta's idempotent writes: a write tagged with a version its application committed to the table already is skipped. */
+  private[cdc] val TxnAppId = "spark.databricks.delta.write.txnAppId"
+  private[cdc] val TxnVersion = "spark.databricks.delta.write.txnVersion"
+  private val AppIdPrefix = "spark-replicate/"
+
   /**
    * Staged rows are written once and read whole, a few times, never searched: Parquet's
    * dictionaries (a hash lookup per value written) would only cost time, about a tenth of a
@@ -275,7 +280,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * only the log is written: two MERGEs of nothing would cost seconds of Delta's.
    */
   def finish(entry: LogRow, merge: Boolean = true): Unit = {
-    if (merge) mergeStaged()
+    if (merge) mergeStaged(entry.batch)
     appendLog(entry.copy(status = Applied))
   }
 
@@ -285,7 +290,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * would insert, without its join and its pass to find the files it touches. Either is
    * idempotent: after an INSERT the table has files, and merging the same rows again changes nothing.
    */
-  private def mergeStaged(): Unit = {
+  private def mergeStaged(batch: Long): Unit = {
     addNewColumns()
     val on = layout.keys.map(k => s"t.${quote(k)} <=> s.${quote(k)}").mkString(" AND ")
     val names = layout.columns.map(quote).mkString(", ")
@@ -298,27 +303,43 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
         s"MERGE INTO $target t USING $source s ON $on " +
           s"WHEN MATCHED AND s.$Operation = '$Delete' THEN DELETE " +
           s"WHEN MATCHED THEN UPDATE SET $updates " +
-          s"WHEN NOT MATCHED AND s.$Operation != '$Delete' THEN INSERT ($names) VALUES ($values)")
+          s"WHEN NOT MATCHED AND s.$Operation != '$Delete' THEN INSERT ($names) VALUES ($values)", batch)
     } else {
       val source = s"(SELECT * FROM $staged WHERE $Operation != '$Delete')"
       write(target, s"INSERT INTO $target ($names, $StartAt, $EndAt) SELECT $names, $StartAt, $EndAt FROM $source",
         s"MERGE INTO $target t USING $source s ON $on AND t.$StartAt <=> s.$StartAt " +
           s"WHEN MATCHED THEN UPDATE SET $EndAt = s.$EndAt " +
-          s"WHEN NOT MATCHED THEN INSERT ($names, $StartAt, $EndAt) VALUES ($values, s.$StartAt, s.$EndAt)")
+          s"WHEN NOT MATCHED THEN INSERT ($names, $StartAt, $EndAt) VALUES ($values, s.$StartAt, s.$EndAt)", batch)
     }
     val keyRows = s"(SELECT ${layout.keys.map(quote).mkString(", ")}, coalesce($StartAt, '') AS $KeySequence, " +
       s"$Operation = '$Delete' AS $Deleted FROM $staged WHERE $Last)"
     write(keys, s"INSERT INTO $keys SELECT * FROM $keyRows",
       s"MERGE INTO $keys t USING $keyRows s ON $on " +
         s"WHEN MATCHED THEN UPDATE SET $KeySequence = s.$KeySequence, $Deleted = s.$Deleted " +
-        "WHEN NOT MATCHED THEN INSERT *")
+        "WHEN NOT MATCHED THEN INSERT *", batch)
   }
 
-  private def write(table: String, insert: String, merge: String): Unit = {
-    if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
-    else spark.sql(insert).collect()
+  /**
+   * The batch's `merge` into `table`, or its `insert` when the table holds no file, tagged with
+   * the batch: Delta skips it, without a job, when the table holds the write already (a run died
+   * after it, before the batch was logged applied).
+   */
+  private def write(table: String, insert: String, merge: String, batch: Long): Unit = {
+    withSetting(spark, TxnAppId, appId) {
+      withSetting(spark, TxnVersion, batch.toString) {
+        if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
+        else spark.sql(insert).collect()
+      }
+    }
     mayHoldFiles.remove(table)
   }
+
+  /**
+   * The application the batches' writes are tagged with: the log table's Delta id, so that state
+   * made anew beside a target (its directory deleted) never meets the batch numbers of the state before it.
+   */
+  private lazy val appId: String =
+    AppIdPrefix + spark.sql(s"DESCRIBE DETAIL ${pathName(batchesPath)}").head().getAs[String]("id")
 
   /** Columns the source added since the target was created (a dropped one stays). */
   private def addNewColumns(): Unit = {

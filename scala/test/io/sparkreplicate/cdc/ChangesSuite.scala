@@ -1,5 +1,7 @@
 package io.sparkreplicate.cdc
 
+import java.nio.file.{Files, Paths}
+
 import scala.jdk.CollectionConverters._
 import scala.util.Try
 
@@ -121,6 +123,13 @@ class ChangesSuite extends AnyFunSuite with TempDirs {
     assert(spark.read.format("delta").load(target).collect().toSet == expected)
     assert(Changes.applyChanges(changes, target) == ApplyResult(3, 0, 0, 0, rows.size))
     assert(spark.read.format("delta").load(target).collect().toSet == expected)
+    // Each batch's write was tagged with it (Delta's idempotent writes, seen in the table's own
+    // log); the session keeps no tag.
+    val tag = "\"txn\":\\{\"appId\":\"spark-replicate/[^\"]+\",\"version\":(\\d+)".r
+    val commits = Files.list(Paths.get(target, "_delta_log")).iterator.asScala
+      .filter(_.toString.endsWith(".json")).toSeq.sorted
+    assert(commits.flatMap(c => tag.findAllMatchIn(Files.readString(c)).map(_.group(1).toInt)) == Seq(1, 2))
+    assert(!spark.conf.getAll.contains(DeltaTarget.TxnAppId) && !spark.conf.getAll.contains(DeltaTarget.TxnVersion))
   }
 
   test("applyChanges with scdType 2 in two batches: the history, versions closed across batches") {
