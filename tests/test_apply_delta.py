@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -150,6 +151,19 @@ def test_merges_take_the_staged_rows_as_they_are_and_the_session_keeps_its_setti
         spark.conf.unset(MERGE_MATERIALIZE_SOURCE)
     assert seen == [("INSERT", "all", "1")] * 2 + [("MERGE", "none", "2")] * 2
     assert_same_rows(delta_rows(spark, tmp_path / "orders"), truth(zone, "SALES.ORDERS"))
+
+
+@needs_delta
+def test_state_made_anew_beside_a_target_is_applied(spark, zone, tmp_path):
+    """The state kept beside the target deleted after the first half of the changes: the second
+    half, batch 1 of the new state, is applied, not skipped as the batch 1 the old state wrote."""
+    table, target = "SALES.ORDERS", tmp_path / "orders"
+    first, rest = in_commit_order(read_table(spark, zone, table), 2)
+    spark_replicate.apply_changes(first, str(target))
+    shutil.rmtree(target / "_spark_replicate")
+    result = spark_replicate.apply_changes(rest, str(target))
+    assert result.batch == 1 and result.updated > 0
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
 
 
 @needs_delta
