@@ -25,7 +25,8 @@ from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolvin
                       small_session_env, source_row, spark_conf, table_def)
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
 from spark_replicate._jar import ReplicateSetupError
-from spark_replicate.apply import MERGE_MATERIALIZE_SOURCE, TXN_APP_ID, TXN_VERSION, ApplyResult, _State, _apply_batch
+from spark_replicate.apply import (APP_ID_PREFIX, MERGE_MATERIALIZE_SOURCE, TXN_APP_ID, TXN_VERSION, ApplyResult,
+                                   _State, _apply_batch)
 from spark_replicate.cdc import KEY_POSITION, table_layout
 from spark_replicate.generate import generate_landing_zone
 
@@ -88,7 +89,7 @@ def test_one_batch_equals_the_source_table_and_again_leaves_it_as_it_is(spark, z
         1, len(zone.final_state(table)), 0, 0, 0)
     version = delta_version(spark, target)
     # Both languages tag a batch's writes alike, so either may finish a batch the other staged.
-    app_id = "spark-replicate/" + spark.sql(f"DESCRIBE DETAIL delta.`{target}/_spark_replicate/batches`").first().id
+    app_id = APP_ID_PREFIX + spark.sql(f"DESCRIBE DETAIL delta.`{target}/_spark_replicate/batches`").first().id
     assert tagged_writes(target) == tagged_writes(target / "_spark_replicate" / "keys") == [(app_id, 1)]
     again = apply(implementation, changes, target)
     assert (again.batch, again.inserted, again.updated, again.deleted, again.ignored) == (2, 0, 0, 0, changes.count())

@@ -24,9 +24,10 @@ Uses only the DataFrame API and SQL, so it runs on Spark Connect too (with Delta
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Iterator, NamedTuple, Optional
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession, functions as F
@@ -353,8 +354,7 @@ class _State:
         """The batch's ``merge`` into ``table``, or its ``insert`` when the table holds no file, tagged
         with the batch: Delta skips it, without a job, when the table holds the write already (a run
         died after it, before the batch was logged applied)."""
-        with session_setting(self.spark, TXN_APP_ID, self._app_id), \
-                session_setting(self.spark, TXN_VERSION, str(batch)):
+        with self._tagged(batch):
             if self._may_hold(table):
                 # Delta copies a MERGE's source first unless it reads Delta tables only, lest the source
                 # change between its two passes; the staged files do not change while a batch is
@@ -365,12 +365,19 @@ class _State:
                 self._execute(insert)
         self._may_hold_files.pop(table, None)
 
+    @contextmanager
+    def _tagged(self, batch: int) -> Iterator[None]:
+        """Runs the block's writes tagged with ``batch`` (Delta's idempotent writes)."""
+        with session_setting(self.spark, TXN_APP_ID, self._app_id), \
+                session_setting(self.spark, TXN_VERSION, str(batch)):
+            yield
+
     @cached_property
     def _app_id(self) -> str:
         """The application the batches' writes are tagged with: the log table's Delta id, so that
         state made anew beside a target (its directory deleted) never meets the batch numbers of the
         state before it."""
-        return APP_ID_PREFIX + self.spark.sql(f"DESCRIBE DETAIL {_path_name(self._batches_path)}").first().id
+        return APP_ID_PREFIX + self._described(_path_name(self._batches_path)).id
 
     def _execute(self, statement: str) -> None:
         self.spark.sql(statement).collect()

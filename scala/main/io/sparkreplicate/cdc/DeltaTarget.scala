@@ -325,21 +325,22 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * after it, before the batch was logged applied).
    */
   private def write(table: String, insert: String, merge: String, batch: Long): Unit = {
-    withSetting(spark, TxnAppId, appId) {
-      withSetting(spark, TxnVersion, batch.toString) {
-        if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
-        else spark.sql(insert).collect()
-      }
+    tagged(batch) {
+      if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
+      else spark.sql(insert).collect()
     }
     mayHoldFiles.remove(table)
   }
+
+  /** Runs `body`'s writes tagged with `batch` (Delta's idempotent writes). */
+  private def tagged[T](batch: Long)(body: => T): T =
+    withSetting(spark, TxnAppId, appId)(withSetting(spark, TxnVersion, batch.toString)(body))
 
   /**
    * The application the batches' writes are tagged with: the log table's Delta id, so that state
    * made anew beside a target (its directory deleted) never meets the batch numbers of the state before it.
    */
-  private lazy val appId: String =
-    AppIdPrefix + spark.sql(s"DESCRIBE DETAIL ${pathName(batchesPath)}").head().getAs[String]("id")
+  private lazy val appId: String = AppIdPrefix + described(pathName(batchesPath)).getAs[String]("id")
 
   /** Columns the source added since the target was created (a dropped one stays). */
   private def addNewColumns(): Unit = {
