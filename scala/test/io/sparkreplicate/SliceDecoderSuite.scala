@@ -7,7 +7,7 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
-import io.sparkreplicate.codec.SliceDecoder
+import io.sparkreplicate.codec.{SliceDecoder, Utf8Validator}
 
 class SliceDecoderSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
@@ -50,5 +50,38 @@ class SliceDecoderSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       val truncated = intercept[MalformedMessageException](new SliceDecoder().reset(cut ++ Array.fill[Byte](padding)(0), 0, 4).readLong())
       assert(truncated.errorId == ErrorId.Truncated)
     }
+  }
+
+  /** Strings of ASCII text, with now and then a non-ASCII, an ill-formed or a lone high byte. */
+  private val textByte = Gen.frequency(20 -> Gen.choose(0, 127), 1 -> Gen.oneOf(0x80, 0xbf, 0xc3, 0xa9, 0xe2, 0xff))
+    .map(_.toByte)
+
+  test("isUtf8 of the strings of a slice, in order, agrees with the validator on each, across resets") {
+    // The bytes between strings (a branch, a length) may be anything; strings may touch and be empty.
+    val spans = for {
+      bytes <- Gen.listOf(textByte).map(_.toArray)
+      cuts <- Gen.listOf(Gen.choose(0, bytes.length)).map(c => (c :+ 0 :+ bytes.length).sorted)
+    } yield (bytes, cuts.sliding(2).collect { case Seq(a, b) => (a, b - a) }.toSeq)
+    val in = new SliceDecoder()
+    forAll(spans, spans) { case ((first, firstSpans), (second, secondSpans)) =>
+      // One array reused for both slices, as a container block's buffer is: what isUtf8 learnt of
+      // the first slice's bytes must not hold for the second's.
+      val buffer = new Array[Byte](math.max(first.length, second.length) + 8)
+      for ((bytes, strings) <- Seq((first, firstSpans), (second, secondSpans))) {
+        System.arraycopy(bytes, 0, buffer, 2, bytes.length)
+        in.reset(buffer, 2, bytes.length)
+        for ((at, n) <- strings)
+          assert(in.isUtf8(2 + at, n) == Utf8Validator.isValid(buffer, 2 + at, n), s"[$at, ${at + n}) of ${Fixtures.hex(bytes)}")
+      }
+    }
+  }
+
+  test("isUtf8 forgets the slice's bytes at a reset: a string found ASCII, then made invalid in place") {
+    val bytes = "abcdefghijklmnopqrstuvwxyz".getBytes("UTF-8")
+    val in = new SliceDecoder().reset(bytes, 0, bytes.length)
+    assert(in.isUtf8(0, 4) && in.isUtf8(10, 4))
+    bytes(11) = 0xff.toByte
+    in.reset(bytes, 0, bytes.length)
+    assert(in.isUtf8(0, 4) && !in.isUtf8(10, 4) && in.isUtf8(12, 4))
   }
 }

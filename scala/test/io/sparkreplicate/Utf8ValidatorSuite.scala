@@ -106,4 +106,15 @@ class Utf8ValidatorSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     intercept[IndexOutOfBoundsException](Utf8Validator.isValid(bytes ++ bytes, 0, -1))
     assert(Utf8Validator.isValid(bytes, 8, 0))
   }
+
+  test("asciiEnd is the first byte with its high bit set, or the range's end, wherever the range lies") {
+    val bytes = Gen.listOf(Gen.frequency(12 -> Gen.choose(0, 127), 1 -> Gen.choose(128, 255)).map(_.toByte)).map(_.toArray)
+    forAll(bytes, Gen.choose(0, 40), Gen.choose(0, 40)) { (array, a, b) =>
+      val (from, end) = (math.min(a, b) min array.length, math.max(a, b) min array.length)
+      val expected = (from until end).find(i => array(i) < 0).getOrElse(end)
+      assert(Utf8Validator.asciiEnd(array, from, end) == expected, s"[$from, $end) of ${hex(array)}")
+    }
+    for ((from, end) <- Seq((-1, 2), (3, 2), (0, 9)))
+      intercept[IndexOutOfBoundsException](Utf8Validator.asciiEnd("abcdefgh".getBytes(UTF_8), from, end))
+  }
 }

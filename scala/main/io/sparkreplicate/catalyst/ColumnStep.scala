@@ -94,7 +94,7 @@ private[catalyst] object ColumnStep {
     private val slot = StringSlot.of(row, o)
     def readValue(in: SliceDecoder): Unit = {
       in.readSlice()
-      ValueWriters.checkUtf8(in.array, in.sliceStart, in.sliceLength, name)
+      ValueWriters.checkUtf8(in, name)
       slot.set(in.array, in.sliceStart, in.sliceLength)
     }
   }
@@ -106,7 +106,7 @@ private[catalyst] object ColumnStep {
       in.readSlice()
       if (in.sliceLength == 0) row.setNullAt(o)
       else {
-        ValueWriters.checkUtf8(in.array, in.sliceStart, in.sliceLength, name)
+        ValueWriters.checkUtf8(in, name)
         slot.set(in.array, in.sliceStart, in.sliceLength)
       }
     }

@@ -4,7 +4,7 @@ import java.lang.reflect.Modifier
 
 import org.apache.spark.sql.catalyst.expressions.{MutableInt, MutableLong, MutableValue}
 
-import io.sparkreplicate.codec.{DecodeStep, SliceDecoder, Utf8Validator}
+import io.sparkreplicate.codec.{DecodeStep, SliceDecoder}
 
 /**
  * How [[StepChain]]'s compiled method decodes one step of a record, as Java: the shape of the step,
@@ -75,7 +75,6 @@ private[catalyst] object StepCode {
   }
 
   private val Decoder = classOf[SliceDecoder].getName
-  private val Validator = Utf8Validator.getClass.getName
 
   /**
    * The varint at `pos` into the local `x`, and `pos` past it: a byte without its continuation bit
@@ -110,7 +109,7 @@ private[catalyst] object StepCode {
     override def slotClass: Class[_] = classOf[StringSlot]
     def code(i: Int): String = {
       val set = s"v$i.set(buf, pos, n); pos += n;"
-      s"""${varint(i, s"x >= 0 && x <= end - pos && $Validator.MODULE$$.isValid(buf, pos, (int) x)")}
+      s"""${varint(i, s"x >= 0 && x <= end - pos && in.isUtf8(pos, (int) x)")}
          |int n = (int) x;
          |${if (emptyAsNull) s"if (n == 0) v$i.isNull_$$eq(true); else { $set }" else set}""".stripMargin
     }

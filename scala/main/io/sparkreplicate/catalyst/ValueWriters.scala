@@ -12,7 +12,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{ErrorId, MalformedMessageException, ReplicateException}
-import io.sparkreplicate.codec.{AvroSchemas, ColumnInfo, DecodeStep, SliceDecoder, SourceText, Utf8Validator}
+import io.sparkreplicate.codec.{AvroSchemas, ColumnInfo, DecodeStep, SliceDecoder, SourceText}
 
 /**
  * What a value writer knows of its value beyond the Avro and Spark types: the column's name (for
@@ -162,8 +162,8 @@ private[catalyst] object ValueWriters {
    * Avro decoders do not check UTF-8; a string that is not valid UTF-8 is malformed, never
    * replaced. Checked where the bytes lie, which the row then points at (see [[StringSlot]]).
    */
-  def checkUtf8(bytes: Array[Byte], offset: Int, length: Int, name: String): Unit =
-    if (!Utf8Validator.isValid(bytes, offset, length)) throw new MalformedMessageException(ErrorId.InvalidUtf8,
+  def checkUtf8(in: SliceDecoder, name: String): Unit =
+    if (!in.isUtf8(in.sliceStart, in.sliceLength)) throw new MalformedMessageException(ErrorId.InvalidUtf8,
       s"field `$name` is not valid UTF-8")
 
   def enumIndex(in: Decoder, symbols: Int, name: String): Int = {

@@ -5,9 +5,9 @@ package io.sparkreplicate.codec
  * `UTF8String.isValid` and Java's decoder with `CodingErrorAction.REPORT` accept, the well-formed
  * sequences of Unicode's table 3-7. So no overlong forms (C0, C1, E0 80..9F, F0 80..8F), no
  * surrogates (ED A0..BF), nothing above U+10FFFF (F4 90.., F5..FF) and no stray or missing
- * continuation bytes. It runs on every string the reader returns, and that text is nearly all
- * ASCII: 8 bytes are checked per step, and a word with a non-ASCII byte goes straight to that byte's
- * sequence.
+ * continuation bytes. It runs on every string the reader returns that does not lie in an ASCII
+ * run (see `SliceDecoder.isUtf8`), and that text is nearly all ASCII: 8 bytes are checked per
+ * step, and a word with a non-ASCII byte goes straight to that byte's sequence.
  */
 object Utf8Validator {
   def isValid(bytes: Array[Byte], offset: Int, length: Int): Boolean = {
@@ -31,6 +31,29 @@ object Utf8Validator {
       (ByteWords.littleEndianLong(bytes, offset) & ByteWords.HighBits & (-1L >>> (64 - 8 * length))) == 0 ||
         validFrom(bytes, offset, end)
     } else validFrom(bytes, offset, end)
+  }
+
+  /**
+   * The index of the first byte of `[from, end)` with its high bit set, or `end`: how far the text
+   * from `from` is ASCII, which needs no further check. Word by word, like [[isValid]].
+   */
+  def asciiEnd(bytes: Array[Byte], from: Int, end: Int): Int = {
+    if (from < 0 || from > end || end > bytes.length) throw new IndexOutOfBoundsException(
+      s"range [$from, $end) of an array of ${bytes.length} bytes")
+    var i = from
+    while (i <= end - 8) {
+      val high = ByteWords.littleEndianLong(bytes, i) & ByteWords.HighBits
+      if (high != 0) return i + ByteWords.firstByte(high)
+      i += 8
+    }
+    if (i < end && bytes.length - i >= 8) {
+      // The last few bytes in one word, those past `end` masked out.
+      val high = ByteWords.littleEndianLong(bytes, i) & ByteWords.HighBits & (-1L >>> (64 - 8 * (end - i)))
+      if (high != 0) i + ByteWords.firstByte(high) else end
+    } else {
+      while (i < end && bytes(i) >= 0) i += 1
+      i
+    }
   }
 
   /**
