@@ -102,6 +102,17 @@ class ChangeRowDecoderSuite extends AnyFunSuite {
     assert(row(dec, dataEnvelope(salaries, salary(4, 400)))(C.TransactionEventCounter) == null)
   }
 
+  test("a copy of the row keeps its message's values once the decoder reads the next message, in another array") {
+    // As from_replicate decodes a binary column: every message in an array of its own.
+    val dec = decoder()
+    val expected = row(dec, dataEnvelope(salaries, salary(1, 100, from = "1990-01-01"), salary(1, 90),
+      cdcHeaders("UPDATE", changeMask = unhex("02"), columnMask = unhex("0F"))))
+    val copy = dec.out.row.copy()
+    row(dec, dataEnvelope(salaries, salary(2, 200, from = "2000-02-02", to = "2001-02-02"),
+      headers = cdcHeaders("INSERT", changeSequence = "x" * 40, streamPosition = "y" * 26)))
+    assert(rowValues(copy, dec.out.required) == expected)
+  }
+
   test("7.0-style headers (event counter, last event, external schema id) in another field order") {
     val headers = cdcHeaders("DELETE", timestamp = ts, changeMask = unhex("05"), columnMask = unhex("0D"), extra = Map(
       "transactionEventCounter" -> 42L, "transactionLastEvent" -> true, "externalSchemaId" -> "EXT-7"))

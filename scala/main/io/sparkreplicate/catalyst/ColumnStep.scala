@@ -95,7 +95,7 @@ private[catalyst] object ColumnStep {
     def readValue(in: SliceDecoder): Unit = {
       in.readSlice()
       ValueWriters.checkUtf8(in, name)
-      slot.set(in.array, in.sliceStart, in.sliceLength)
+      slot.set(in, in.sliceStart, in.sliceLength)
     }
   }
 
@@ -107,7 +107,7 @@ private[catalyst] object ColumnStep {
       if (in.sliceLength == 0) row.setNullAt(o)
       else {
         ValueWriters.checkUtf8(in, name)
-        slot.set(in.array, in.sliceStart, in.sliceLength)
+        slot.set(in, in.sliceStart, in.sliceLength)
       }
     }
   }

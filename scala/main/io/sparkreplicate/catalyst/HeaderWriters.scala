@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.{BooleanType, LongType, StringType, TimestampT
 import io.sparkreplicate.{ErrorId, ReplicateException}
 import io.sparkreplicate.catalyst.{OutputColumns => C}
 import io.sparkreplicate.catalyst.ValueWriters.Step
-import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeTimestamp}
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeTimestamp, SliceDecoder}
 
 /**
  * The steps for a data message's `headers` record, chosen by field name so that newer Replicate
@@ -79,26 +79,27 @@ private[catalyst] final class HeaderWriters(
     if (AvroSchemas.unwrapNullable(schema).getType != BYTES) throw new ReplicateException(ErrorId.UnsupportedType,
       s"header `$name` has the Avro type ${AvroSchemas.unwrapNullable(schema)}; expected bytes")
     ValueWriters.nullableUnion(schema, name)(() => into.clear(),
-      in => { in.readSlice(); into.set(in.array, in.sliceStart, in.sliceLength) })
+      in => { in.readSlice(); into.set(in, in.sliceStart, in.sliceLength) })
   }
 }
 
 /**
  * Where a message's mask lies in its bytes (`isNull` when the mask is null or absent): masks are
- * read and expanded in place, and copied only when the raw mask column is selected. The array is
- * stored only when it changes, and a null mask is a flag, not a null array (see [[StringSlot]] on
+ * read and expanded in place, and copied only when the raw mask column is selected. It keeps
+ * the decoder, not its array, and a null mask is a flag, not a null array (see [[StringSlot]] on
  * the write barrier).
  */
 private[catalyst] final class MaskSlice {
-  private var array: Array[Byte] = _
+  private var source: SliceDecoder = _
   var offset = 0
   var length = 0
   var isNull = true
 
-  def bytes: Array[Byte] = array
+  /** The array the mask lies in: the decoder's, valid while it reads the same message. */
+  def bytes: Array[Byte] = source.array
 
-  def set(bytes: Array[Byte], at: Int, n: Int): Unit = {
-    if (array ne bytes) array = bytes
+  def set(in: SliceDecoder, at: Int, n: Int): Unit = {
+    if (source ne in) source = in
     offset = at
     length = n
     isNull = false
@@ -110,5 +111,5 @@ private[catalyst] final class MaskSlice {
    * The mask's bytes in a new array: Spark copies a binary value it keeps by reference (in a
    * struct that `InternalRow.copyValue` copies), so one rewritten message after message would change.
    */
-  def copy(): Array[Byte] = java.util.Arrays.copyOfRange(array, offset, offset + length)
+  def copy(): Array[Byte] = java.util.Arrays.copyOfRange(bytes, offset, offset + length)
 }

@@ -108,7 +108,7 @@ private[catalyst] object StepCode {
   final case class Utf8(emptyAsNull: Boolean) extends ValueCode {
     override def slotClass: Class[_] = classOf[StringSlot]
     def code(i: Int): String = {
-      val set = s"v$i.set(buf, pos, n); pos += n;"
+      val set = s"v$i.set(in, pos, n); pos += n;"
       s"""${varint(i, s"x >= 0 && x <= end - pos && in.isUtf8(pos, (int) x)")}
          |int n = (int) x;
          |${if (emptyAsNull) s"if (n == 0) v$i.isNull_$$eq(true); else { $set }" else set}""".stripMargin

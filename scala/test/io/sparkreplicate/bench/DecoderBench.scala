@@ -151,6 +151,10 @@ object DecoderBench {
       ("connector", "connector: ChangeRowDecoder (one reused row)", j => {
         connector.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(connector.out.row)
       }),
+      ("connector_own_arrays", "connector, each message first copied to an array of its own (as `from_replicate` gets it)", j => {
+        val own = java.util.Arrays.copyOfRange(messages.bytes, messages.offsets(j), messages.offsets(j) + messages.lengths(j))
+        connector.decode(own, 0, own.length); consume(connector.out.row)
+      }),
       ("connector_no_masks", "connector with `expandMasks` false", j => {
         noMasks.decode(messages.bytes, messages.offsets(j), messages.lengths(j)); consume(noMasks.out.row)
       }),

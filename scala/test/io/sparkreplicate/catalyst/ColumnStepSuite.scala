@@ -252,6 +252,19 @@ class ColumnStepSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     }
   }
 
+  test("a string slot reads the decoder's current array; its copy keeps the string once the decoder moves on") {
+    val row = StringSlot.row(Seq(StringType))
+    val slot = StringSlot.of(row, 0)
+    val in = new SliceDecoder().reset("xxhello".getBytes(UTF_8), 0, 7)
+    slot.set(in, 2, 5)
+    val copy = slot.copy()
+    // The next message, in an array of its own, as from_replicate decodes one.
+    in.reset("yyWORLD".getBytes(UTF_8), 0, 7)
+    assert(row.getUTF8String(0).toString == "WORLD" && copy.boxed.toString == "hello")
+    slot.isNull = true
+    assert(slot.copy().isNull && slot.copy().boxed == null)
+  }
+
   test("decimal text: the allocation-free parse agrees with BigDecimal's on any text, value or error") {
     val alphabet = Gen.frequency(10 -> Gen.numChar, 2 -> Gen.const('.'), 1 -> Gen.oneOf('-', '+', 'e', 'E', ' ', 'x'))
     val texts = Gen.oneOf(Gen.listOf(alphabet).map(_.mkString), decimalText(18, 4), decimalText(20, 2),
