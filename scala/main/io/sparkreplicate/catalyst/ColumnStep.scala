@@ -89,13 +89,18 @@ private[catalyst] object ColumnStep {
     def readValue(in: SliceDecoder): Unit = row.setBoolean(o, in.readBoolean())
   }
 
+  /** The slice just read, validated as UTF-8 where it lies, into `slot`. */
+  private def setText(slot: StringSlot, in: SliceDecoder, name: String): Unit = {
+    ValueWriters.checkUtf8(in, name)
+    slot.set(in, in.sliceStart, in.sliceLength)
+  }
+
   /** A string as it is: the message's own bytes, validated where they lie, in the row's [[StringSlot]]. */
   final class Utf8Value(row: InternalRow, o: Int, nullIndex: Int, name: String) extends ColumnStep(row, o, nullIndex, name) {
     private val slot = StringSlot.of(row, o)
     def readValue(in: SliceDecoder): Unit = {
       in.readSlice()
-      ValueWriters.checkUtf8(in, name)
-      slot.set(in, in.sliceStart, in.sliceLength)
+      setText(slot, in, name)
     }
   }
 
@@ -105,10 +110,7 @@ private[catalyst] object ColumnStep {
     def readValue(in: SliceDecoder): Unit = {
       in.readSlice()
       if (in.sliceLength == 0) row.setNullAt(o)
-      else {
-        ValueWriters.checkUtf8(in, name)
-        slot.set(in, in.sliceStart, in.sliceLength)
-      }
+      else setText(slot, in, name)
     }
   }
 

@@ -17,6 +17,15 @@ object ByteWords {
   /** Bytes `i` to `i + 7`, the first in the low bits. */
   def littleEndianLong(bytes: Array[Byte], i: Int): Long = LittleEndianLong.get(bytes, i)
 
+  /** The high bits of bytes `i` to `i + 7`: nonzero when one of them is not ASCII. */
+  def highBits(bytes: Array[Byte], i: Int): Long = littleEndianLong(bytes, i) & HighBits
+
+  /**
+   * The high bits of the `n` (1 to 8; 0 masks nothing) bytes from `i`, read as one word that may
+   * reach past them while it stays inside the array: the bytes past them are masked out.
+   */
+  def highBits(bytes: Array[Byte], i: Int, n: Int): Long = highBits(bytes, i) & (-1L >>> (64 - 8 * n))
+
   /** The index, 0 to 7, of the word's first byte in `bits` (nonzero, at most the high bits). */
   def firstByte(bits: Long): Int = java.lang.Long.numberOfTrailingZeros(bits) >>> 3
 }

@@ -22,14 +22,13 @@ object Utf8Validator {
       val lastWord = end - 8
       var i = offset
       while (i < lastWord) {
-        if ((ByteWords.littleEndianLong(bytes, i) & ByteWords.HighBits) != 0) return validFrom(bytes, i, end)
+        if (ByteWords.highBits(bytes, i) != 0) return validFrom(bytes, i, end)
         i += 8
       }
-      (ByteWords.littleEndianLong(bytes, lastWord) & ByteWords.HighBits) == 0 || validFrom(bytes, i, end)
+      ByteWords.highBits(bytes, lastWord) == 0 || validFrom(bytes, i, end)
     } else if (bytes.length - offset >= 8) {
       // A short string: one word, the bytes past the slice masked out.
-      (ByteWords.littleEndianLong(bytes, offset) & ByteWords.HighBits & (-1L >>> (64 - 8 * length))) == 0 ||
-        validFrom(bytes, offset, end)
+      ByteWords.highBits(bytes, offset, length) == 0 || validFrom(bytes, offset, end)
     } else validFrom(bytes, offset, end)
   }
 
@@ -42,13 +41,13 @@ object Utf8Validator {
       s"range [$from, $end) of an array of ${bytes.length} bytes")
     var i = from
     while (i <= end - 8) {
-      val high = ByteWords.littleEndianLong(bytes, i) & ByteWords.HighBits
+      val high = ByteWords.highBits(bytes, i)
       if (high != 0) return i + ByteWords.firstByte(high)
       i += 8
     }
     if (i < end && bytes.length - i >= 8) {
-      // The last few bytes in one word, those past `end` masked out.
-      val high = ByteWords.littleEndianLong(bytes, i) & ByteWords.HighBits & (-1L >>> (64 - 8 * (end - i)))
+      // The last few bytes in one word.
+      val high = ByteWords.highBits(bytes, i, end - i)
       if (high != 0) i + ByteWords.firstByte(high) else end
     } else {
       while (i < end && bytes(i) >= 0) i += 1
@@ -65,8 +64,7 @@ object Utf8Validator {
     while (i < end) {
       val left = end - i
       if (bytes.length - i >= 8) {
-        var high = ByteWords.littleEndianLong(bytes, i) & ByteWords.HighBits
-        if (left < 8) high &= (1L << (left << 3)) - 1
+        val high = ByteWords.highBits(bytes, i, math.min(left, 8))
         if (high == 0) i += math.min(left, 8)
         else {
           // Straight to the first byte with its high bit set; the ASCII bytes before it are fine.
