@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
 import io.sparkreplicate.Fixtures.micros
-import io.sparkreplicate.codec.ChangeTimestamp
+import io.sparkreplicate.codec.{ChangeTimestamp, ChangeTimestampParser}
 
 class ChangeTimestampSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
@@ -101,6 +101,40 @@ class ChangeTimestampSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       try parse(s) catch {
         case e: MalformedMessageException => assert(e.errorId == ErrorId.BadValue, s)
       }
+    }
+  }
+
+  /** What one parser of a stream gives for each text in turn: its value, or None when it is BadValue. */
+  private def parsedInTurn(texts: Seq[String]): Seq[Option[Long]] = {
+    val parser = new ChangeTimestampParser
+    texts.map { t =>
+      val bytes = t.getBytes(US_ASCII)
+      try Some(parser.parseMicros(bytes, 0, bytes.length)) catch {
+        case e: MalformedMessageException => assert(e.errorId == ErrorId.BadValue, t); None
+      }
+    }
+  }
+
+  private def parsedAlone(text: String): Option[Long] =
+    try Some(parse(text)) catch { case _: MalformedMessageException => None }
+
+  test("a stream's parser remembers the last minute, and gives what each text gives alone") {
+    val texts = Seq("2023-03-21 14:34:21.5", "2023-03-21 14:34:59.999999", "2023-03-21 14:34:00",
+      "2023-03-21T14:34:07Z", "2023-03-21 14:35:07", "2023-03-21 14:34:07", "2023-03-22 14:34:07",
+      "2023-03-21 14:34:60", "2023-03-21 14:34:7", "2023-03-21 14:34", "2023-03-21 14:34:21.", "2023-03-21 14:34:08")
+    assert(parsedInTurn(texts) == texts.map(parsedAlone))
+    assert(parsedInTurn(texts).count(_.isEmpty) == 4)
+  }
+
+  test("property: streams of timestamps sharing their minutes, some seconds mutated, agree with parsing alone") {
+    val minute = Gen.oneOf("2023-03-21 14:34", "2023-03-21 14:35", "2023-03-21T14:34", "1969-12-31 23:59")
+    val seconds = Gen.frequency(
+      5 -> Gen.zip(Gen.choose(0, 59), Gen.choose(0, 9), Gen.oneOf("", "Z")).map { case (ss, digits, zone) =>
+        f":$ss%02d" + (if (digits > 0) "." + "123456789".take(digits) else "") + zone },
+      1 -> Gen.stringOf(Gen.oneOf(":0123456789.Z6x")).map(_.take(12)))
+    forAll(Gen.listOf(Gen.zip(minute, seconds)), minSuccessful(500)) { pairs =>
+      val texts = pairs.map { case (m, s) => m + s }
+      assert(parsedInTurn(texts) == texts.map(parsedAlone), texts)
     }
   }
 }

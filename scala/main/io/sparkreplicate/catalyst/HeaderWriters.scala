@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.{BooleanType, LongType, StringType, TimestampT
 import io.sparkreplicate.{ErrorId, ReplicateException}
 import io.sparkreplicate.catalyst.{OutputColumns => C}
 import io.sparkreplicate.catalyst.ValueWriters.Step
-import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeTimestamp, SliceDecoder}
+import io.sparkreplicate.codec.{AvroSchemas, AvroSkipper, ChangeTimestampParser, SliceDecoder}
 
 /**
  * The steps for a data message's `headers` record, chosen by field name so that newer Replicate
@@ -64,8 +64,10 @@ private[catalyst] final class HeaderWriters(
   private def timestamp(schema: Schema, o: Int): Step =
     AvroSchemas.unwrapNullable(schema).getType match {
       case LONG => ValueWriters.column(schema, TimestampType, row, o, "timestamp")
-      case _ => new ColumnStep.ParsedText(row, o, stringIndex(schema, "timestamp"), "timestamp", (b, at, n) =>
-        if (n == 0) row.setNullAt(o) else row.setLong(o, ChangeTimestamp.parseMicros(b, at, n)))
+      case _ =>
+        val parser = new ChangeTimestampParser
+        new ColumnStep.ParsedText(row, o, stringIndex(schema, "timestamp"), "timestamp", (b, at, n) =>
+          if (n == 0) row.setNullAt(o) else row.setLong(o, parser.parseMicros(b, at, n)))
     }
 
   /** The null branch of a header that must be a string, `[null, string]` or `string`. */

@@ -8,6 +8,7 @@ package io.sparkreplicate.codec
  */
 object CivilTime {
   val MicrosPerDay: Long = 86_400_000_000L
+  val MicrosPerMinute: Long = 60_000_000L
   val Invalid: Long = Long.MinValue
 
   /** Days since 1970-01-01 of the 10 bytes `yyyy-MM-dd` at `at`, or [[Invalid]]. */
@@ -24,20 +25,28 @@ object CivilTime {
 
   /** Microseconds since midnight of `HH:mm:ss[.f]` in `buf[at, end)`, or [[Invalid]]. */
   def microsOfDay(buf: Array[Byte], at: Int, end: Int): Long = {
-    if (end - at < 8 || buf(at + 2) != ':' || buf(at + 5) != ':') return Invalid
+    if (end - at < 8 || buf(at + 2) != ':') return Invalid
     val hour = twoDigits(buf, at)
     val minute = twoDigits(buf, at + 3)
-    val second = twoDigits(buf, at + 6)
-    if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) return Invalid
+    if (hour < 0 || hour > 23 || minute < 0 || minute > 59) return Invalid
+    val seconds = microsOfMinute(buf, at + 5, end)
+    if (seconds == Invalid) Invalid else (hour * 60L + minute) * MicrosPerMinute + seconds
+  }
+
+  /** Microseconds into the minute of `:ss[.f]` in `buf[at, end)`, the end of `HH:mm:ss[.f]`, or [[Invalid]]. */
+  def microsOfMinute(buf: Array[Byte], at: Int, end: Int): Long = {
+    if (end - at < 3 || buf(at) != ':') return Invalid
+    val second = twoDigits(buf, at + 1)
+    if (second < 0 || second > 59) return Invalid
     var micros = 0L
-    if (end - at > 8) {
-      val fraction = end - at - 9
-      if (buf(at + 8) != '.' || fraction < 1 || fraction > 9) return Invalid
-      val value = digits(buf, at + 9, fraction)
+    if (end - at > 3) {
+      val fraction = end - at - 4
+      if (buf(at + 3) != '.' || fraction < 1 || fraction > 9) return Invalid
+      val value = digits(buf, at + 4, fraction)
       if (value < 0) return Invalid
       micros = if (fraction <= 6) value * pow10(6 - fraction) else value / pow10(fraction - 6)
     }
-    (hour * 3600L + minute * 60L + second) * 1_000_000L + micros
+    second * 1_000_000L + micros
   }
 
   /** The value of 2 ASCII digits, or -1 if either is not a digit: the loop of [[digits]] unrolled, as most fields are 2. */
