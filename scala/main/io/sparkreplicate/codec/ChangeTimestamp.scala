@@ -11,8 +11,13 @@ import io.sparkreplicate.{ErrorId, MalformedMessageException}
 object ChangeTimestamp {
   import CivilTime.Invalid
 
-  def parseMicros(buf: Array[Byte], offset: Int, length: Int): Long =
-    checked(micros(buf, offset, length), buf, offset, length)
+  def parseMicros(buf: Array[Byte], offset: Int, length: Int): Long = {
+    val parsed = micros(buf, offset, length)
+    if (parsed == Invalid) throw new MalformedMessageException(ErrorId.BadValue,
+      s"header timestamp `${new String(buf, offset, math.min(length, 64), "UTF-8")}` is not " +
+        "`yyyy-MM-dd HH:mm:ss[.ffffff]`")
+    parsed
+  }
 
   /** The same text's microseconds since the epoch, or [[CivilTime.Invalid]], for callers with errors of their own. */
   def micros(buf: Array[Byte], offset: Int, length: Int): Long = {
@@ -25,13 +30,6 @@ object ChangeTimestamp {
   /** Where the text ends, before a trailing `Z`. */
   private[codec] def textEnd(buf: Array[Byte], offset: Int, length: Int): Int =
     if (length >= 19 && buf(offset + length - 1) == 'Z') offset + length - 1 else offset + length
-
-  private[codec] def checked(parsed: Long, buf: Array[Byte], offset: Int, length: Int): Long = {
-    if (parsed == Invalid) throw new MalformedMessageException(ErrorId.BadValue,
-      s"header timestamp `${new String(buf, offset, math.min(length, 64), "UTF-8")}` is not " +
-        "`yyyy-MM-dd HH:mm:ss[.ffffff]`")
-    parsed
-  }
 }
 
 /**
@@ -57,10 +55,11 @@ final class ChangeTimestampParser {
       if (seconds != Invalid) return minuteMicros + seconds
     }
     val micros = ChangeTimestamp.parseMicros(buf, offset, length)
-    // Valid, so at least 19 bytes, with the seconds at 16.
+    // Valid, so at least 19 bytes. The epoch starts a minute and UTC has no leap seconds here, so
+    // the minute starts at the multiple of a minute at or below the value.
     minuteHigh = ByteWords.littleEndianLong(buf, offset)
     minuteLow = ByteWords.littleEndianLong(buf, offset + 8)
-    minuteMicros = micros - CivilTime.microsOfMinute(buf, offset + 16, ChangeTimestamp.textEnd(buf, offset, length))
+    minuteMicros = Math.floorDiv(micros, CivilTime.MicrosPerMinute) * CivilTime.MicrosPerMinute
     micros
   }
 }
