@@ -25,8 +25,8 @@ from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolvin
                       small_session_env, source_row, spark_conf, table_def)
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
 from spark_replicate._jar import ReplicateSetupError
-from spark_replicate.apply import (APP_ID_PREFIX, MERGE_MATERIALIZE_SOURCE, TXN_APP_ID, TXN_VERSION, ApplyResult,
-                                   _State, _apply_batch)
+from spark_replicate.apply import (APP_ID_PREFIX, APP_ID_PROPERTY, MERGE_MATERIALIZE_SOURCE, TXN_APP_ID, TXN_VERSION,
+                                   ApplyResult, _State, _apply_batch)
 from spark_replicate.cdc import KEY_POSITION, table_layout
 from spark_replicate.generate import generate_landing_zone
 
@@ -89,11 +89,34 @@ def test_one_batch_equals_the_source_table_and_again_leaves_it_as_it_is(spark, z
         1, len(zone.final_state(table)), 0, 0, 0)
     version = delta_version(spark, target)
     # Both languages tag a batch's writes alike, so either may finish a batch the other staged.
-    app_id = APP_ID_PREFIX + spark.sql(f"DESCRIBE DETAIL delta.`{target}/_spark_replicate/batches`").first().id
+    app_id = log_properties(spark, target)[APP_ID_PROPERTY]
+    assert app_id.startswith(APP_ID_PREFIX)
     assert tagged_writes(target) == tagged_writes(target / "_spark_replicate" / "keys") == [(app_id, 1)]
     again = apply(implementation, changes, target)
     assert (again.batch, again.inserted, again.updated, again.deleted, again.ignored) == (2, 0, 0, 0, changes.count())
     assert delta_version(spark, target) == version  # nothing staged, nothing merged: no commit
+
+
+def log_properties(spark, target) -> dict[str, str]:
+    log = f"delta.`{target}/_spark_replicate/batches`"
+    return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {log}").collect()}
+
+
+@needs_delta
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+def test_state_made_before_the_app_id_property_keeps_its_log_tables_delta_id(spark, zone, tmp_path, implementation):
+    """A log table without the property (state made before it) tags writes with its Delta id, as
+    then, so a batch that such a run left staged is still recognised."""
+    table, target = "SALES.ORDERS", tmp_path / "orders"
+    first, rest = in_commit_order(read_table(spark, zone, table), 2)
+    apply(implementation, first, target)
+    log = f"delta.`{target}/_spark_replicate/batches`"
+    spark.sql(f"ALTER TABLE {log} UNSET TBLPROPERTIES ('{APP_ID_PROPERTY}')")
+    assert APP_ID_PROPERTY not in log_properties(spark, target)
+    assert apply(implementation, rest, target).batch == 2
+    delta_id = APP_ID_PREFIX + spark.sql(f"DESCRIBE DETAIL {log}").first().id
+    assert tagged_writes(target)[-1] == tagged_writes(target / "_spark_replicate" / "keys")[-1] == (delta_id, 2)
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
 
 
 def tagged_writes(table) -> list[tuple[str, int] | None]:

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Iterator, NamedTuple, Optional
+from uuid import uuid4
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession, functions as F
@@ -54,6 +55,11 @@ MERGE_MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 # Delta's idempotent writes: a write tagged with a version its application already committed to the table is skipped.
 TXN_APP_ID, TXN_VERSION = "spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion"
 APP_ID_PREFIX = "spark-replicate/"
+# The log table's property that names the application its batches' writes are tagged with (its name and
+# values hold no quote: TBLPROPERTIES takes literals only).
+APP_ID_PROPERTY = "spark-replicate.appId"
+# What creating a table that exists raises, by path and by name.
+_EXISTS = ("DELTA_PATH_EXISTS", "TABLE_OR_VIEW_ALREADY_EXISTS")
 # Staged rows are written once and read whole, a few times, never searched: Parquet's dictionaries
 # (a hash lookup per value written) would only cost time, about a tenth of a batch's staging.
 STAGED_WITHOUT_DICTIONARIES = ("parquet.enable.dictionary", "false")
@@ -185,11 +191,12 @@ class _State:
                              "(file:/..., s3a://...), or a table name")
         self.target = _path_name(target) if self._target_path else target
         # Whether a table may hold files (False: certainly none, so an INSERT can stand for a MERGE
-        # and the target has no baseline), as DESCRIBE DETAIL told (or the log: below): each costs Delta a
-        # snapshot, so it is asked at most once per table and batch, and forgotten once the batch writes it.
+        # and the target has no baseline), as DESCRIBE DETAIL told (or the log, or creating the table:
+        # below): each DESCRIBE costs Delta a snapshot, so it is asked at most once per table and
+        # batch, and forgotten once the batch writes it.
         self._may_hold_files: dict[str, bool] = {}
         if not self._target_path:  # its location is needed first: created at once, if absent
-            self._create_target(changes, target)
+            self._create_target(changes)
         location = self._target_path or self._described(self.target).location
         state = location.rstrip("/") + "/" + STATE_DIR
         self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
@@ -198,10 +205,12 @@ class _State:
             self.log = [_LogRow(*row) for row in self._read(self._batches_path).collect()]
         except AnalysisException:
             if self._target_path:  # (a table name's target was created above)
-                self._create_target(changes, target)
+                self._create_target(changes)
             changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE), F.lit(False).alias(_DELETED)) \
                 .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
-            spark.createDataFrame([], _LOG_SCHEMA).write.format("delta").mode("ignore").save(self._batches_path)
+            columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in _LOG_SCHEMA.fields)
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {_path_name(self._batches_path)} ({columns}) USING delta "
+                      f"TBLPROPERTIES ('{APP_ID_PROPERTY}' = '{APP_ID_PREFIX}{uuid4()}')")
             self.log = []
         # Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
         # are none; after one, they are merged, not described (a MERGE into no file is only slower).
@@ -212,13 +221,20 @@ class _State:
         self._check_kind(target)
         self._check_keys()
 
-    def _create_target(self, changes: DataFrame, target: str) -> None:
-        """The target with the table's columns (type 2: and the version columns), unless it exists."""
+    def _create_target(self, changes: DataFrame) -> None:
+        """The target with the table's columns (type 2: and the version columns), unless it exists.
+        A target created here holds no file, which spares the batch asking Delta (a snapshot)."""
         table_columns = changes.select(*map(quoted, self.layout.columns)).limit(0)
         if self.scd_type == 2:
             table_columns = table_columns.select("*", *(F.lit(None).cast("string").alias(c) for c in (START_AT, END_AT)))
-        writer = table_columns.write.format("delta").mode("ignore")
-        writer.save(target) if self._target_path else writer.saveAsTable(target)
+        writer = table_columns.write.format("delta")
+        try:
+            writer.save(self._target_path) if self._target_path else writer.saveAsTable(self.target)
+        except AnalysisException as error:
+            if error.getCondition() not in _EXISTS:
+                raise
+        else:
+            self._may_hold_files[self.target] = False
 
     # -- the batch
 
@@ -374,10 +390,14 @@ class _State:
 
     @cached_property
     def _app_id(self) -> str:
-        """The application the batches' writes are tagged with: the log table's Delta id, so that
-        state made anew beside a target (its directory deleted) never meets the batch numbers of the
-        state before it."""
-        return APP_ID_PREFIX + self._described(_path_name(self._batches_path)).id
+        """The application the batches' writes are tagged with: an id made with the log table, so
+        that state made anew beside a target (its directory deleted) never meets the batch numbers
+        of the state before it. A table property, which Delta reads without the snapshot of the
+        table's files that DESCRIBE DETAIL costs (a second); state made before the property has the
+        log table's Delta id."""
+        batches = _path_name(self._batches_path)
+        properties = {row.key: row.value for row in self.spark.sql(f"SHOW TBLPROPERTIES {batches}").collect()}
+        return properties.get(APP_ID_PROPERTY) or APP_ID_PREFIX + self._described(batches).id
 
     def _execute(self, statement: str) -> None:
         self.spark.sql(statement).collect()

@@ -1,5 +1,7 @@
 package io.sparkreplicate.cdc
 
+import java.util.UUID
+
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
@@ -76,6 +78,10 @@ private[cdc] object DeltaTarget {
   private[cdc] val TxnAppId = "spark.databricks.delta.write.txnAppId"
   private[cdc] val TxnVersion = "spark.databricks.delta.write.txnVersion"
   private val AppIdPrefix = "spark-replicate/"
+  /** The log table's property that names the application its batches' writes are tagged with. */
+  private val AppIdProperty = "spark-replicate.appId"
+  /** What creating a table that exists raises, by path and by name. */
+  private val Exists = Set("DELTA_PATH_EXISTS", "TABLE_OR_VIEW_ALREADY_EXISTS")
 
   /**
    * Staged rows are written once and read whole, a few times, never searched: Parquet's
@@ -156,8 +162,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   private val target = targetPath.map(pathName(_)).getOrElse(name)
   /**
    * Whether a table may hold files (false: certainly none, so an INSERT can stand for a MERGE and
-   * the target has no baseline), as DESCRIBE DETAIL told (or the log: below): each costs Delta a
-   * snapshot, so it is asked at most once per table and batch, and forgotten once the batch writes it.
+   * the target has no baseline), as DESCRIBE DETAIL told (or the log, or creating the table:
+   * below): each DESCRIBE costs Delta a snapshot, so it is asked at most once per table and batch,
+   * and forgotten once the batch writes it.
    */
   private val mayHoldFiles = mutable.Map.empty[String, Boolean]
   if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
@@ -170,7 +177,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       if (targetPath.nonEmpty) createTarget() // (a table name's target was created above)
       changes.select(layout.keys.map(quoted) :+ lit("").as(KeySequence) :+ lit(false).as(Deleted): _*).limit(0)
         .write.format("delta").mode("ignore").save(keysPath)
-      spark.createDataFrame(Seq.empty[Row].asJava, LogSchema).write.format("delta").mode("ignore").save(batchesPath)
+      spark.sql(s"CREATE TABLE IF NOT EXISTS ${pathName(batchesPath)} (${LogSchema.toDDL}) USING delta " +
+        s"TBLPROPERTIES ('$AppIdProperty' = '$AppIdPrefix${UUID.randomUUID()}')")
       Nil
   }
   // Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
@@ -187,13 +195,21 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       s"${layout.keys.mkString(", ")}: pass keys = ${known.map(k => s"\"$k\"").mkString("Seq(", ", ", ")")}, or choose another target")
   }
 
-  /** The target with the table's columns (type 2: and the version columns), unless it exists. */
+  /**
+   * The target with the table's columns (type 2: and the version columns), unless it exists. A
+   * target created here holds no file, which spares the batch asking Delta (a snapshot).
+   */
   private def createTarget(): Unit = {
     val columns = changes.select(layout.columns.map(quoted): _*).limit(0)
     val tableColumns = if (scdType == 1) columns
       else columns.select(col("*") +: Seq(StartAt, EndAt).map(c => lit(null).cast(StringType).as(c)): _*)
-    val writer = tableColumns.write.format("delta").mode("ignore")
-    targetPath.fold(writer.saveAsTable(name))(writer.save)
+    val writer = tableColumns.write.format("delta")
+    try {
+      targetPath.fold(writer.saveAsTable(name))(writer.save)
+      mayHoldFiles(target) = false
+    } catch {
+      case e: AnalysisException if Exists(e.getCondition) =>
+    }
   }
 
   /** Finishes, from what was staged, the batches a run that died logged staged but not applied. */
@@ -337,10 +353,16 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     withSetting(spark, TxnAppId, appId)(withSetting(spark, TxnVersion, batch.toString)(body))
 
   /**
-   * The application the batches' writes are tagged with: the log table's Delta id, so that state
-   * made anew beside a target (its directory deleted) never meets the batch numbers of the state before it.
+   * The application the batches' writes are tagged with: an id made with the log table, so that
+   * state made anew beside a target (its directory deleted) never meets the batch numbers of the
+   * state before it. A table property, which Delta reads without the snapshot of the table's files
+   * that DESCRIBE DETAIL costs (a second); state made before the property has the log table's Delta id.
    */
-  private lazy val appId: String = AppIdPrefix + described(pathName(batchesPath)).getAs[String]("id")
+  private lazy val appId: String = {
+    val batches = pathName(batchesPath)
+    spark.sql(s"SHOW TBLPROPERTIES $batches").collect().collectFirst { case Row(AppIdProperty, id: String) => id }
+      .getOrElse(AppIdPrefix + described(batches).getAs[String]("id"))
+  }
 
   /** Columns the source added since the target was created (a dropped one stays). */
   private def addNewColumns(): Unit = {
