@@ -208,7 +208,7 @@ class _State:
                 self._create_target(changes)
             changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE), F.lit(False).alias(_DELETED)) \
                 .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
-            columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in _LOG_SCHEMA.fields)
+            columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in _LOG_SCHEMA.fields)
             spark.sql(f"CREATE TABLE IF NOT EXISTS {_path_name(self._batches_path)} ({columns}) USING delta "
                       f"TBLPROPERTIES ('{APP_ID_PROPERTY}' = '{APP_ID_PREFIX}{uuid4()}')")
             self.log = []
