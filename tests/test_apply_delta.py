@@ -98,9 +98,13 @@ def test_one_batch_equals_the_source_table_and_again_leaves_it_as_it_is(spark, z
     assert delta_version(spark, target) == version  # nothing staged, nothing merged: no commit
 
 
+def log_table(target) -> str:
+    """The SQL name of the batches log kept beside ``target``."""
+    return f"delta.`{target}/_spark_replicate/batches`"
+
+
 def log_properties(spark, target) -> dict[str, str]:
-    log = f"delta.`{target}/_spark_replicate/batches`"
-    return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {log}").collect()}
+    return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {log_table(target)}").collect()}
 
 
 @needs_delta
@@ -111,7 +115,7 @@ def test_state_made_before_the_app_id_property_keeps_its_log_tables_delta_id(spa
     table, target = "SALES.ORDERS", tmp_path / "orders"
     first, rest = in_commit_order(read_table(spark, zone, table), 2)
     apply(implementation, first, target)
-    log = f"delta.`{target}/_spark_replicate/batches`"
+    log = log_table(target)
     spark.sql(f"ALTER TABLE {log} UNSET TBLPROPERTIES ('{APP_ID_PROPERTY}')")
     assert APP_ID_PROPERTY not in log_properties(spark, target)
     assert apply(implementation, rest, target).batch == 2

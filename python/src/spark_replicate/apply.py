@@ -201,6 +201,7 @@ class _State:
         state = location.rstrip("/") + "/" + STATE_DIR
         self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
         self.keys, self.staged = _path_name(self._keys_path), _path_name(self._staged_path, "parquet")
+        self._batches = _path_name(self._batches_path)
         try:  # the log is made last: where it is, the target and the keys are
             self.log = [_LogRow(*row) for row in self._read(self._batches_path).collect()]
         except AnalysisException:
@@ -209,7 +210,7 @@ class _State:
             changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE), F.lit(False).alias(_DELETED)) \
                 .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
             columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in _LOG_SCHEMA.fields)
-            spark.sql(f"CREATE TABLE IF NOT EXISTS {_path_name(self._batches_path)} ({columns}) USING delta "
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {self._batches} ({columns}) USING delta "
                       f"TBLPROPERTIES ('{APP_ID_PROPERTY}' = '{APP_ID_PREFIX}{uuid4()}')")
             self.log = []
         # Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
@@ -395,9 +396,8 @@ class _State:
         of the state before it. A table property, which Delta reads without the snapshot of the
         table's files that DESCRIBE DETAIL costs (a second); state made before the property has the
         log table's Delta id."""
-        batches = _path_name(self._batches_path)
-        properties = {row.key: row.value for row in self.spark.sql(f"SHOW TBLPROPERTIES {batches}").collect()}
-        return properties.get(APP_ID_PROPERTY) or APP_ID_PREFIX + self._described(batches).id
+        properties = {row.key: row.value for row in self.spark.sql(f"SHOW TBLPROPERTIES {self._batches}").collect()}
+        return properties.get(APP_ID_PROPERTY) or APP_ID_PREFIX + self._described(self._batches).id
 
     def _execute(self, statement: str) -> None:
         self.spark.sql(statement).collect()
@@ -426,7 +426,7 @@ class _State:
         # A statement, not createDataFrame, which on a classic session sends the row through
         # Python's serializer: a one-row append took 0.8 s that way, 0.44 s this way.
         values = ", ".join(map(_sql_value, entry))
-        self.spark.sql(f"INSERT INTO {_path_name(self._batches_path)} SELECT {values}").collect()
+        self.spark.sql(f"INSERT INTO {self._batches} SELECT {values}").collect()
 
     def _read(self, path: str) -> DataFrame:
         return self.spark.read.format("delta").load(path)

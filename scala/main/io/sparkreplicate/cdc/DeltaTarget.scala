@@ -170,14 +170,14 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
   private val state = targetPath.getOrElse(described(target).getAs[String]("location")).stripSuffix("/") + "/" + StateDir
   private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
-  private val (keys, staged) = (pathName(keysPath), pathName(stagedPath, "parquet"))
+  private val (keys, staged, batches) = (pathName(keysPath), pathName(stagedPath, "parquet"), pathName(batchesPath))
   /** The batches log; made last, so where it is, the target and the keys are. */
   val log: Seq[LogRow] = try readLog() catch {
     case _: AnalysisException =>
       if (targetPath.nonEmpty) createTarget() // (a table name's target was created above)
       changes.select(layout.keys.map(quoted) :+ lit("").as(KeySequence) :+ lit(false).as(Deleted): _*).limit(0)
         .write.format("delta").mode("ignore").save(keysPath)
-      spark.sql(s"CREATE TABLE IF NOT EXISTS ${pathName(batchesPath)} (${LogSchema.toDDL}) USING delta " +
+      spark.sql(s"CREATE TABLE IF NOT EXISTS $batches (${LogSchema.toDDL}) USING delta " +
         s"TBLPROPERTIES ('$AppIdProperty' = '$AppIdPrefix${UUID.randomUUID()}')")
       Nil
   }
@@ -358,11 +358,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * state before it. A table property, which Delta reads without the snapshot of the table's files
    * that DESCRIBE DETAIL costs (a second); state made before the property has the log table's Delta id.
    */
-  private lazy val appId: String = {
-    val batches = pathName(batchesPath)
+  private lazy val appId: String =
     spark.sql(s"SHOW TBLPROPERTIES $batches").collect().collectFirst { case Row(AppIdProperty, id: String) => id }
       .getOrElse(AppIdPrefix + described(batches).getAs[String]("id"))
-  }
 
   /** Columns the source added since the target was created (a dropped one stays). */
   private def addNewColumns(): Unit = {
