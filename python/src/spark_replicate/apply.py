@@ -200,8 +200,8 @@ class _State:
         location = self._target_path or self._described(self.target).location
         state = location.rstrip("/") + "/" + STATE_DIR
         self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
-        self.keys, self.staged = _path_name(self._keys_path), _path_name(self._staged_path, "parquet")
-        self._batches = _path_name(self._batches_path)
+        self.keys, self.staged, self._batches = (_path_name(self._keys_path), _path_name(self._staged_path, "parquet"),
+                                                 _path_name(self._batches_path))
         try:  # the log is made last: where it is, the target and the keys are
             self.log = [_LogRow(*row) for row in self._read(self._batches_path).collect()]
         except AnalysisException:
