@@ -96,6 +96,33 @@ def test_one_batch_equals_the_source_table_and_again_leaves_it_as_it_is(spark, z
     again = apply(implementation, changes, target)
     assert (again.batch, again.inserted, again.updated, again.deleted, again.ignored) == (2, 0, 0, 0, changes.count())
     assert delta_version(spark, target) == version  # nothing staged, nothing merged: no commit
+    # The batch with nothing new is logged applied alone: there is nothing a crash could leave half done.
+    assert logged(spark, target) == [(1, "applied"), (1, "staged"), (2, "applied")]
+
+
+@needs_delta
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+def test_a_first_batch_with_no_change_makes_the_tables_then_the_next_batch_applies(spark, zone, tmp_path,
+                                                                                    implementation):
+    """The target and the keys are made by their first batch's write: one that stages nothing makes
+    them empty (the table's columns, no row), and is logged staged, as it writes."""
+    table, target = "HR.DEPARTMENTS", tmp_path / "target"
+    changes = read_table(spark, zone, table)
+    empty = apply(implementation, changes.limit(0), target)
+    assert (empty.batch, empty.inserted, empty.updated, empty.deleted, empty.ignored) == (1, 0, 0, 0, 0)
+    made = spark.read.format("delta").load(str(target))
+    assert made.columns == table_layout(changes, None).columns and made.count() == 0
+    assert spark.read.format("delta").load(str(target / "_spark_replicate" / "keys")).count() == 0
+    assert logged(spark, target) == [(1, "applied"), (1, "staged")]
+    result = apply(implementation, changes, target)
+    assert (result.batch, result.inserted) == (2, len(zone.final_state(table)))
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
+def logged(spark, target) -> list[tuple[int, str]]:
+    """The batches log's (batch, status) rows, sorted."""
+    rows = spark.sql(f"SELECT batch, status FROM {log_table(target)}").collect()
+    return sorted((row.batch, row.status) for row in rows)
 
 
 def log_table(target) -> str:
@@ -159,9 +186,9 @@ def test_three_batches_in_commit_order_then_all_again(spark, zone, tmp_path):
 def test_merges_take_the_staged_rows_as_they_are_and_the_session_keeps_its_setting(spark, zone, tmp_path,
                                                                                   monkeypatch):
     """Nothing rewrites the staged files while a batch is applied, so its MERGEs run without Delta's
-    copy of their source; a first load's INSERTs, and the session afterwards, keep the session's
-    setting (Scala's: see ``ChangesSuite``). Each write is tagged with its batch, and the session
-    keeps no tag afterwards."""
+    copy of their source; the session afterwards keeps its setting (Scala's: see ``ChangesSuite``).
+    A first load runs no statement: its writes make the target and the keys. Each write is tagged
+    with its batch, and the session keeps no tag afterwards."""
     seen = []
     execute = _State._execute
 
@@ -178,7 +205,9 @@ def test_merges_take_the_staged_rows_as_they_are_and_the_session_keeps_its_setti
         assert spark.conf.get(TXN_APP_ID, None) is None and spark.conf.get(TXN_VERSION, None) is None
     finally:
         spark.conf.unset(MERGE_MATERIALIZE_SOURCE)
-    assert seen == [("INSERT", "all", "1")] * 2 + [("MERGE", "none", "2")] * 2
+    assert seen == [("MERGE", "none", "2")] * 2
+    for table in (tmp_path / "orders", tmp_path / "orders" / "_spark_replicate" / "keys"):
+        assert [version for _, version in tagged_writes(table)] == [1, 2]
     assert_same_rows(delta_rows(spark, tmp_path / "orders"), truth(zone, "SALES.ORDERS"))
 
 
@@ -375,13 +404,13 @@ for paths in {batches!r}:
 @needs_delta
 @pytest.mark.slow
 @pytest.mark.parametrize("first,method,call,between", [
-    (2, "_execute", 2, True), (1, "_execute", 3, False), (1, "_write_staged", 2, False)],
-    ids=["between the first load's INSERTs", "during a later batch's MERGE into the target",
+    (2, "_write", 2, True), (1, "_write", 3, False), (1, "_write_staged", 2, False)],
+    ids=["between the first load's writes", "during a later batch's MERGE into the target",
          "while a later batch's staged rows are written"])
 def test_a_crash_while_a_batch_writes_then_a_rerun(spark, zone, tmp_path, first, method, call, between):
     """A process applying the first half of the files is SIGKILLed (its JVM first) between the
-    first load's INSERT into the target and the one into the keys (the rerun finds the target with
-    files, the keys without), or, having applied the first file, while the next batch MERGEs into
+    first load's write that makes the target and the one that makes the keys (the rerun finds the
+    target made, the keys not), or, having applied the first file, while the next batch MERGEs into
     the target, or while it writes its staged rows (plain files, which the rerun must not take for
     a batch's); a rerun over all the files gives the true table."""
     table, target = "HR.EMPLOYEES", str(tmp_path / "employees")
@@ -394,7 +423,7 @@ def test_a_crash_while_a_batch_writes_then_a_rerun(spark, zone, tmp_path, first,
     spark_replicate.apply_changes(read_table(spark, zone, table), target)
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
     # Each batch wrote each table once: finishing the batch the crash interrupted skipped the
-    # write it had committed (e.g. the first load's INSERT into the target).
+    # write it had committed (e.g. the first load's write into the target).
     for table_path in (target, f"{target}/_spark_replicate/keys"):
         writes = tagged_writes(table_path)
         assert None not in writes and [v for _, v in writes] == sorted({v for _, v in writes}), writes

@@ -8,12 +8,14 @@ target's own columns cannot show:
   ('' for a full-load row) and whether that change deleted it (a tombstone);
 - ``staged`` (Parquet files): the batch being applied: its fresh changes replayed over the target's
   rows (type 1: each key's last event only);
-- ``batches`` (Delta): a row when a batch is staged and one when it is applied, with its counts.
+- ``batches`` (Delta): a row when a batch is staged (unless it writes nothing) and one when it is
+  applied, with its counts.
 
 A batch is (1) staged: the input's changes newer than their key's last applied one, replayed
 (:func:`spark_replicate.cdc.replay`; type 1: :func:`~spark_replicate.cdc.replay_last`) after the
 row the target holds for the key, written to ``staged`` and logged; (2) merged from ``staged``
-into the target, then into ``keys`` (inserted into a table that holds no file); (3) logged applied.
+into the target, then into ``keys`` (inserted into a table that holds no file; a path target and
+``keys`` are made by their first batch's write); (3) logged applied.
 Both steps are idempotent (merging the same staged rows again leaves the table as it was), and
 every call first finishes a batch that was staged but never logged applied (a run that died), from
 ``staged`` as it was, so a crash anywhere followed by a rerun leaves the table a clean run leaves.
@@ -60,6 +62,9 @@ APP_ID_PREFIX = "spark-replicate/"
 APP_ID_PROPERTY = "spark-replicate.appId"
 # What creating a table that exists raises, by path and by name.
 _EXISTS = ("DELTA_PATH_EXISTS", "TABLE_OR_VIEW_ALREADY_EXISTS")
+# What reading a Delta table by path raises when it is not made yet: no directory; no log in it; a
+# directory inside a Delta table (the target's), which Delta takes for a partition of that table.
+_ABSENT = ("PATH_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_INVALID_PARTITION_PATH")
 # Staged rows are written once and read whole, a few times, never searched: Parquet's dictionaries
 # (a hash lookup per value written) would only cost time, about a tenth of a batch's staging.
 STAGED_WITHOUT_DICTIONARIES = ("parquet.enable.dictionary", "false")
@@ -150,7 +155,7 @@ def applied_since(spark: SparkSession, target: str, batch: int) -> ApplyResult:
 def applied_sequences(changes: DataFrame, target: str, scd_type: int = 1) -> DataFrame:
     """Each key's last applied change sequence in ``target`` ('' for a full-load row): the key
     columns and ``LAST_APPLIED``, once a batch that a run which died left staged is
-    finished; creates the target when absent, as :func:`apply_changes` does."""
+    finished (none before a first batch)."""
     state = _State(changes.sparkSession, target, changes, table_layout(changes, None), scd_type)
     state.finish_interrupted()
     return state.read_keys().select(*map(quoted, state.layout.keys), F.col(_KEY_SEQUENCE).alias(LAST_APPLIED))
@@ -161,17 +166,16 @@ def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
     with jit_sized_methods(changes.sparkSession):
         state = _State(changes.sparkSession, target, changes, layout, scd_type)
         applied = {row.batch for row in state.log if row.status == _APPLIED}
-        staged = {row.batch: row for row in state.log if row.status == _STAGED}
         if stream is not None:
             # Spark runs a micro-batch again after a failure: it may have been applied, or staged.
-            done = [row for row in staged.values() if (row.stream, row.stream_batch) == stream]
+            done = [row for row in state.log if (row.stream, row.stream_batch) == stream]
             if done:
                 if done[0].batch not in applied:
                     state.finish(done[0])
                 return _result(done[0])
         state.finish_interrupted()
-        entry, rows_staged = state.stage(changes, max(staged, default=0) + 1, stream)
-        state.finish(entry, merge=rows_staged > 0)
+        entry, writes = state.stage(changes, max((row.batch for row in state.log), default=0) + 1, stream)
+        state.finish(entry, merge=writes)
         return _result(entry)
 
 
@@ -180,7 +184,8 @@ def _result(row: _LogRow) -> ApplyResult:
 
 
 class _State:
-    """The target and the tables kept beside it; creates what is missing."""
+    """The target and the tables kept beside it; makes what is missing (a path target and the keys
+    with their first batch's write)."""
 
     def __init__(self, spark: SparkSession, target: str, changes: DataFrame, layout: Layout, scd_type: int):
         self.spark, self.layout, self.scd_type = spark, layout, scd_type
@@ -195,6 +200,10 @@ class _State:
         # below): each DESCRIBE costs Delta a snapshot, so it is asked at most once per table and
         # batch, and forgotten once the batch writes it.
         self._may_hold_files: dict[str, bool] = {}
+        # Tables not made yet. A path target and the keys are made by their first batch's write,
+        # which costs Delta no snapshot, where a write into a table made empty first costs one (about
+        # a second per table on a first load).
+        self._absent: set[str] = set()
         if not self._target_path:  # its location is needed first: created at once, if absent
             self._create_target(changes)
         location = self._target_path or self._described(self.target).location
@@ -202,13 +211,12 @@ class _State:
         self._keys_path, self._staged_path, self._batches_path = (f"{state}/{name}" for name in ("keys", "staged", "batches"))
         self.keys, self.staged, self._batches = (_path_name(self._keys_path), _path_name(self._staged_path, "parquet"),
                                                  _path_name(self._batches_path))
-        try:  # the log is made last: where it is, the target and the keys are
+        # The keys as a batch that staged nothing leaves them (empty), for a state whose keys are not made.
+        self._no_keys = changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE),
+                                       F.lit(False).alias(_DELETED)).limit(0)
+        try:  # the log is made first: where it logs a batch applied, the target and the keys are made
             self.log = [_LogRow(*row) for row in self._read(self._batches_path).collect()]
         except AnalysisException:
-            if self._target_path:  # (a table name's target was created above)
-                self._create_target(changes)
-            changes.select(*map(quoted, layout.keys), F.lit("").alias(_KEY_SEQUENCE), F.lit(False).alias(_DELETED)) \
-                .limit(0).write.format("delta").mode("ignore").save(self._keys_path)
             columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in _LOG_SCHEMA.fields)
             spark.sql(f"CREATE TABLE IF NOT EXISTS {self._batches} ({columns}) USING delta "
                       f"TBLPROPERTIES ('{APP_ID_PROPERTY}' = '{APP_ID_PREFIX}{uuid4()}')")
@@ -223,14 +231,14 @@ class _State:
         self._check_keys()
 
     def _create_target(self, changes: DataFrame) -> None:
-        """The target with the table's columns (type 2: and the version columns), unless it exists.
-        A target created here holds no file, which spares the batch asking Delta (a snapshot)."""
+        """The target named by a table name, with the table's columns (type 2: and the version
+        columns), unless it exists. A target created here holds no file, which spares the batch
+        asking Delta (a snapshot)."""
         table_columns = changes.select(*map(quoted, self.layout.columns)).limit(0)
         if self.scd_type == 2:
             table_columns = table_columns.select("*", *(F.lit(None).cast("string").alias(c) for c in (START_AT, END_AT)))
-        writer = table_columns.write.format("delta")
         try:
-            writer.save(self._target_path) if self._target_path else writer.saveAsTable(self.target)
+            table_columns.write.format("delta").saveAsTable(self.target)
         except AnalysisException as error:
             if error.getCondition() not in _EXISTS:
                 raise
@@ -246,9 +254,11 @@ class _State:
                           key=lambda row: row.batch):
             self.finish(row)
 
-    def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None) -> tuple[_LogRow, int]:
-        """Replays the batch's fresh changes after the target's rows into ``staged``; logs it.
-        Returns the log's entry and the number of rows staged."""
+    def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None) -> tuple[_LogRow, bool]:
+        """Replays the batch's fresh changes after the target's rows into ``staged``. Returns the
+        log's entry and whether the batch writes anything (rows staged, or a table to make): then
+        it is logged staged, for a run that dies to be finished by the next; else only its entry
+        logged applied is written (a commit less for a batch with nothing new)."""
         layout = self.layout
         events = change_events(changes, layout)
         # Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
@@ -282,8 +292,10 @@ class _State:
         self._write_staged(staged.withColumnRenamed(SEQUENCE, START_AT))
         *counts, rows_staged = self._counts(changes)
         entry = _LogRow(batch, _STAGED, *(stream or (None, None)), *counts)
-        self._log(entry)
-        return entry, rows_staged
+        writes = rows_staged > 0 or bool(self._absent)
+        if writes:
+            self._log(entry)
+        return entry, writes
 
     def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame | None:
         """The row the target holds for each key with fresh changes (type 2: its open version), as
@@ -323,7 +335,9 @@ class _State:
     def finish(self, entry: _LogRow, merge: bool = True) -> None:
         """MERGE ``staged`` into the target and the keys, then log the batch applied. Without
         ``merge`` (nothing staged: every change was stale or a duplicate, as in a rerun over the
-        same input) only the log is written: two MERGEs of nothing would cost seconds of Delta's."""
+        same input, its tables made) only the log is written: two MERGEs of nothing would cost
+        seconds of Delta's. A table not made yet is made by the batch's write, empty when it staged
+        nothing."""
         if merge:
             self._merge_staged(entry.batch)
         self._log(entry._replace(status=_APPLIED))
@@ -343,43 +357,46 @@ class _State:
             source = f"(SELECT * FROM {staged} WHERE {LAST})"
             updates = ", ".join(f"{quote(c)} = s.{quote(c)}" for c in layout.values) or \
                 ", ".join(f"{quote(k)} = s.{quote(k)}" for k in layout.keys)
-            insert = (f"INSERT INTO {self.target} ({names}) SELECT {names} FROM {source} "
-                      f"WHERE {OPERATION} != '{DELETE}'")
+            columns, rows = names, f"SELECT {names} FROM {source} WHERE {OPERATION} != '{DELETE}'"
             merge = (f"MERGE INTO {self.target} t USING {source} s ON {on} "
                      f"WHEN MATCHED AND s.{OPERATION} = '{DELETE}' THEN DELETE "
                      f"WHEN MATCHED THEN UPDATE SET {updates} "
                      f"WHEN NOT MATCHED AND s.{OPERATION} != '{DELETE}' THEN INSERT ({names}) VALUES ({values})")
         else:
             source = f"(SELECT * FROM {staged} WHERE {OPERATION} != '{DELETE}')"
-            insert = (f"INSERT INTO {self.target} ({names}, {START_AT}, {END_AT}) "
-                      f"SELECT {names}, {START_AT}, {END_AT} FROM {source}")
+            columns = f"{names}, {START_AT}, {END_AT}"
+            rows = f"SELECT {columns} FROM {source}"
             merge = (f"MERGE INTO {self.target} t USING {source} s "
                      f"ON {on} AND t.{START_AT} <=> s.{START_AT} "
                      f"WHEN MATCHED THEN UPDATE SET {END_AT} = s.{END_AT} "
                      f"WHEN NOT MATCHED THEN INSERT ({names}, {START_AT}, {END_AT}) "
                      f"VALUES ({values}, s.{START_AT}, s.{END_AT})")
-        self._write(self.target, insert, merge, batch)
-        key_names = sql_names(layout.keys)
-        key_rows = (f"(SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
+        self._write(self.target, self._target_path, columns, rows, merge, batch)
+        key_columns = f"{sql_names(layout.keys)}, {_KEY_SEQUENCE}, {_DELETED}"
+        key_rows = (f"(SELECT {sql_names(layout.keys)}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
                     f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST})")
-        self._write(self.keys, f"INSERT INTO {self.keys} SELECT * FROM {key_rows}",
+        self._write(self.keys, self._keys_path, key_columns, f"SELECT * FROM {key_rows}",
                     f"MERGE INTO {self.keys} t USING {key_rows} s ON {on} "
                     f"WHEN MATCHED THEN UPDATE SET {_KEY_SEQUENCE} = s.{_KEY_SEQUENCE}, {_DELETED} = s.{_DELETED} "
                     f"WHEN NOT MATCHED THEN INSERT *", batch)
 
-    def _write(self, table: str, insert: str, merge: str, batch: int) -> None:
-        """The batch's ``merge`` into ``table``, or its ``insert`` when the table holds no file, tagged
-        with the batch: Delta skips it, without a job, when the table holds the write already (a run
-        died after it, before the batch was logged applied)."""
+    def _write(self, table: str, path: str | None, columns: str, rows: str, merge: str, batch: int) -> None:
+        """The batch's ``merge`` into ``table`` (at ``path``, for one that is not made yet), or its
+        ``rows`` (a query of its ``columns``) appended when the table holds no file, or making it
+        when it is not made; tagged with the batch: Delta skips the write, without a job, when the
+        table holds it already (a run died after it, before the batch was logged applied)."""
         with self._tagged(batch):
-            if self._may_hold(table):
+            if table in self._absent:
+                self.spark.sql(rows).write.format("delta").mode("append").save(path)
+                self._absent.discard(table)
+            elif self._may_hold(table):
                 # Delta copies a MERGE's source first unless it reads Delta tables only, lest the source
                 # change between its two passes; the staged files do not change while a batch is
                 # applied, so the copy would only cost time (README: Speed).
                 with session_setting(self.spark, MERGE_MATERIALIZE_SOURCE, "none"):
                     self._execute(merge)
             else:
-                self._execute(insert)
+                self._execute(f"INSERT INTO {table} ({columns}) {rows}")
         self._may_hold_files.pop(table, None)
 
     @contextmanager
@@ -404,8 +421,10 @@ class _State:
 
     def _add_new_columns(self) -> None:
         """Columns the source added since the target was created (a dropped one stays)."""
+        present = self._columns_of(self.target)
+        if present is None:  # (made by the batch's write, with the staged columns)
+            return
         staged = self._read_staged()
-        present = set(self._columns())
         added = [f for f in staged.schema.fields if f.name in self.layout.columns and f.name not in present]
         if added:
             self.spark.sql(f"ALTER TABLE {self.target} ADD COLUMNS ("
@@ -414,7 +433,7 @@ class _State:
     # -- the tables
 
     def read_keys(self) -> DataFrame:
-        return self._read(self._keys_path)
+        return self._no_keys if self.keys in self._absent else self._read(self._keys_path)
 
     def _write_staged(self, rows: DataFrame) -> None:
         rows.write.mode("overwrite").option(*STAGED_WITHOUT_DICTIONARIES).parquet(self._staged_path)
@@ -431,23 +450,37 @@ class _State:
     def _read(self, path: str) -> DataFrame:
         return self.spark.read.format("delta").load(path)
 
-    def _columns(self) -> list[str]:
-        return self.spark.sql(f"SELECT * FROM {self.target} LIMIT 0").columns
+    def _columns_of(self, table: str) -> list[str] | None:
+        """The table's columns; None when it is not made yet (then known as such)."""
+        if table in self._absent:
+            return None
+        try:
+            return self.spark.sql(f"SELECT * FROM {table} LIMIT 0").columns
+        except AnalysisException as error:
+            if error.getCondition() not in _ABSENT:
+                raise
+            self._absent.add(table)
+            return None
 
     def _check_kind(self, target: str) -> None:
-        history = START_AT in self._columns()
+        columns = self._columns_of(self.target)
+        if columns is None:
+            return
+        history = START_AT in columns
         if history != (self.scd_type == 2):
             raise ValueError(f"{target} is {'a history (SCD type 2)' if history else 'a current-state (SCD type 1)'} "
                              f"table: apply with scd_type={2 if history else 1}, or choose another target")
 
     def _check_keys(self) -> None:
-        known = [c for c in self.spark.sql(f"SELECT * FROM {self.keys} LIMIT 0").columns
-                 if c not in (_KEY_SEQUENCE, _DELETED)]
-        if known != self.layout.keys:
+        columns = self._columns_of(self.keys)
+        known = [c for c in columns or () if c not in (_KEY_SEQUENCE, _DELETED)]
+        if columns is not None and known != self.layout.keys:
             raise ValueError(f"{self.target} was applied with the keys {', '.join(known)}, not "
                              f"{', '.join(self.layout.keys)}: pass keys={known!r}, or choose another target")
 
     def _may_hold(self, table: str) -> bool:
+        if table in self._absent:
+            return False
         if table not in self._may_hold_files:
             self._described(table)
         return self._may_hold_files[table]

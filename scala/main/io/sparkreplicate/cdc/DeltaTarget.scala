@@ -19,10 +19,10 @@ import io.sparkreplicate.cdc.Changes._
  * VACUUM leaves them): the Delta table `keys` (each key's last applied change sequence, '' for a
  * full-load row, and whether it is deleted: a tombstone), the Parquet files `staged` (the batch
  * being applied: its fresh changes replayed after the target's rows; type 1: each key's last event
- * only) and the Delta table `batches` (a row when a batch is staged and one when it is applied,
- * with its counts). The same
- * tables, the same steps and the same recovery as `spark_replicate.apply` (its docstring tells
- * the steps), so either language may continue a target the other applied to.
+ * only) and the Delta table `batches` (a row when a batch is staged, unless it writes nothing,
+ * and one when it is applied, with its counts). The same tables, the same steps and the same
+ * recovery as `spark_replicate.apply` (its docstring tells the steps), so either language may
+ * continue a target the other applied to.
  */
 private[cdc] object DeltaTarget {
   val StateDir = "_spark_replicate"
@@ -82,6 +82,11 @@ private[cdc] object DeltaTarget {
   private val AppIdProperty = "spark-replicate.appId"
   /** What creating a table that exists raises, by path and by name. */
   private val Exists = Set("DELTA_PATH_EXISTS", "TABLE_OR_VIEW_ALREADY_EXISTS")
+  /**
+   * What reading a Delta table by path raises when it is not made yet: no directory; no log in it; a
+   * directory inside a Delta table (the target's), which Delta takes for a partition of that table.
+   */
+  private val Absent = Set("PATH_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_INVALID_PARTITION_PATH")
 
   /**
    * Staged rows are written once and read whole, a few times, never searched: Parquet's
@@ -100,10 +105,9 @@ private[cdc] object DeltaTarget {
     withJitSizedMethods(changes.sparkSession) {
       val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
       val applied = state.log.filter(_.status == Applied).map(_.batch).toSet
-      val staged = state.log.filter(_.status == Staged).map(row => row.batch -> row).toMap
       // Spark runs a micro-batch again after a failure: it may have been applied, or staged.
       val again = stream.flatMap { case (location, id) =>
-        staged.values.find(row => row.stream.contains(location) && row.streamBatch.contains(id))
+        state.log.find(row => row.stream.contains(location) && row.streamBatch.contains(id))
       }
       again match {
         case Some(row) =>
@@ -111,8 +115,8 @@ private[cdc] object DeltaTarget {
           row.result
         case None =>
           state.finishInterrupted()
-          val (entry, rowsStaged) = state.stage(changes, (staged.keys.toSeq :+ 0L).max + 1, stream)
-          state.finish(entry, merge = rowsStaged > 0)
+          val (entry, writes) = state.stage(changes, (state.log.map(_.batch) :+ 0L).max + 1, stream)
+          state.finish(entry, merge = writes)
           entry.result
       }
     }
@@ -120,8 +124,8 @@ private[cdc] object DeltaTarget {
 
   /**
    * Each key's last applied change sequence in `target` ('' for a full-load row): the key columns
-   * and [[LastApplied]], once a batch that a run which died left staged is finished; creates the
-   * target when absent, as [[applyBatch]] does.
+   * and [[LastApplied]], once a batch that a run which died left staged is finished (none before a
+   * first batch).
    */
   def appliedSequences(changes: DataFrame, target: String, layout: Layout, scdType: Int): DataFrame = {
     checkScdType(scdType)
@@ -167,16 +171,22 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * and forgotten once the batch writes it.
    */
   private val mayHoldFiles = mutable.Map.empty[String, Boolean]
+  /**
+   * Tables not made yet. A path target and the keys are made by their first batch's write, which
+   * costs Delta no snapshot, where a write into a table made empty first costs one (about a second
+   * per table on a first load).
+   */
+  private val absent = mutable.Set.empty[String]
   if (targetPath.isEmpty) createTarget() // its location is needed first: created at once, if absent
   private val state = targetPath.getOrElse(described(target).getAs[String]("location")).stripSuffix("/") + "/" + StateDir
   private val (keysPath, stagedPath, batchesPath) = (s"$state/keys", s"$state/staged", s"$state/batches")
   private val (keys, staged, batches) = (pathName(keysPath), pathName(stagedPath, "parquet"), pathName(batchesPath))
-  /** The batches log; made last, so where it is, the target and the keys are. */
+  /** The keys as a batch that staged nothing leaves them (empty), for a state whose keys are not made. */
+  private val noKeys = changes.select(layout.keys.map(quoted) :+ lit("").as(KeySequence) :+ lit(false).as(Deleted): _*)
+    .limit(0)
+  /** The batches log; made first: where it logs a batch applied, the target and the keys are made. */
   val log: Seq[LogRow] = try readLog() catch {
     case _: AnalysisException =>
-      if (targetPath.nonEmpty) createTarget() // (a table name's target was created above)
-      changes.select(layout.keys.map(quoted) :+ lit("").as(KeySequence) :+ lit(false).as(Deleted): _*).limit(0)
-        .write.format("delta").mode("ignore").save(keysPath)
       spark.sql(s"CREATE TABLE IF NOT EXISTS $batches (${LogSchema.toDDL}) USING delta " +
         s"TBLPROPERTIES ('$AppIdProperty' = '$AppIdPrefix${UUID.randomUUID()}')")
       Nil
@@ -186,26 +196,27 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   mayHoldFiles(keys) = log.nonEmpty
   // A batch applied that inserted rows left the target with files: merged, not described.
   if (log.exists(row => row.status == Applied && row.inserted > 0)) mayHoldFiles.getOrElseUpdate(target, true)
-  locally {
-    val history = columnsOf(target).contains(StartAt)
+  columnsOf(target).foreach { columns =>
+    val history = columns.contains(StartAt)
     require(history == (scdType == 2), s"$name is ${if (history) "a history (SCD type 2)" else
       "a current-state (SCD type 1)"} table: apply with scdType=${if (history) 2 else 1}, or choose another target")
-    val known = columnsOf(keys).filterNot(Set(KeySequence, Deleted))
+  }
+  columnsOf(keys).map(_.filterNot(Set(KeySequence, Deleted))).foreach { known =>
     require(known == layout.keys, s"$name was applied with the keys ${known.mkString(", ")}, not " +
       s"${layout.keys.mkString(", ")}: pass keys = ${known.map(k => s"\"$k\"").mkString("Seq(", ", ", ")")}, or choose another target")
   }
 
   /**
-   * The target with the table's columns (type 2: and the version columns), unless it exists. A
-   * target created here holds no file, which spares the batch asking Delta (a snapshot).
+   * The target named by a table name, with the table's columns (type 2: and the version columns),
+   * unless it exists. A target created here holds no file, which spares the batch asking Delta (a
+   * snapshot).
    */
   private def createTarget(): Unit = {
     val columns = changes.select(layout.columns.map(quoted): _*).limit(0)
     val tableColumns = if (scdType == 1) columns
       else columns.select(col("*") +: Seq(StartAt, EndAt).map(c => lit(null).cast(StringType).as(c)): _*)
-    val writer = tableColumns.write.format("delta")
     try {
-      targetPath.fold(writer.saveAsTable(name))(writer.save)
+      tableColumns.write.format("delta").saveAsTable(name)
       mayHoldFiles(target) = false
     } catch {
       case e: AnalysisException if Exists(e.getCondition) =>
@@ -219,10 +230,12 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   }
 
   /**
-   * Replays the batch's fresh changes after the target's rows into `staged`; logs it. Returns the
-   * log's entry and the number of rows staged.
+   * Replays the batch's fresh changes after the target's rows into `staged`. Returns the log's
+   * entry and whether the batch writes anything (rows staged, or a table to make): then it is
+   * logged staged, for a run that dies to be finished by the next; else only its entry logged
+   * applied is written (a commit less for a batch with nothing new).
    */
-  def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): (LogRow, Long) = {
+  def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): (LogRow, Boolean) = {
     val events = changeEvents(input, layout)
     // Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
     val fresh = if (log.isEmpty) events else events.join(readKeys, layout.keys, "left")
@@ -252,8 +265,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       .parquet(stagedPath)
     val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
-    appendLog(entry)
-    (entry, rowsStaged)
+    val writes = rowsStaged > 0 || absent.nonEmpty
+    if (writes) appendLog(entry)
+    (entry, writes)
   }
 
   /**
@@ -292,8 +306,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
 
   /**
    * MERGE `staged` into the target and the keys, then log the batch applied. Without `merge`
-   * (nothing staged: every change was stale or a duplicate, as in a rerun over the same input)
-   * only the log is written: two MERGEs of nothing would cost seconds of Delta's.
+   * (nothing staged: every change was stale or a duplicate, as in a rerun over the same input,
+   * and its tables made) only the log is written: two MERGEs of nothing would cost seconds of
+   * Delta's. A table not made yet is made by the batch's write, empty when it staged nothing.
    */
   def finish(entry: LogRow, merge: Boolean = true): Unit = {
     if (merge) mergeStaged(entry.batch)
@@ -315,35 +330,42 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       val source = s"(SELECT * FROM $staged WHERE $Last)"
       val updates = (if (layout.values.nonEmpty) layout.values else layout.keys)
         .map(c => s"${quote(c)} = s.${quote(c)}").mkString(", ")
-      write(target, s"INSERT INTO $target ($names) SELECT $names FROM $source WHERE $Operation != '$Delete'",
+      write(target, targetPath, names, s"SELECT $names FROM $source WHERE $Operation != '$Delete'",
         s"MERGE INTO $target t USING $source s ON $on " +
           s"WHEN MATCHED AND s.$Operation = '$Delete' THEN DELETE " +
           s"WHEN MATCHED THEN UPDATE SET $updates " +
           s"WHEN NOT MATCHED AND s.$Operation != '$Delete' THEN INSERT ($names) VALUES ($values)", batch)
     } else {
       val source = s"(SELECT * FROM $staged WHERE $Operation != '$Delete')"
-      write(target, s"INSERT INTO $target ($names, $StartAt, $EndAt) SELECT $names, $StartAt, $EndAt FROM $source",
+      val columns = s"$names, $StartAt, $EndAt"
+      write(target, targetPath, columns, s"SELECT $columns FROM $source",
         s"MERGE INTO $target t USING $source s ON $on AND t.$StartAt <=> s.$StartAt " +
           s"WHEN MATCHED THEN UPDATE SET $EndAt = s.$EndAt " +
           s"WHEN NOT MATCHED THEN INSERT ($names, $StartAt, $EndAt) VALUES ($values, s.$StartAt, s.$EndAt)", batch)
     }
-    val keyRows = s"(SELECT ${layout.keys.map(quote).mkString(", ")}, coalesce($StartAt, '') AS $KeySequence, " +
+    val keyNames = layout.keys.map(quote).mkString(", ")
+    val keyRows = s"(SELECT $keyNames, coalesce($StartAt, '') AS $KeySequence, " +
       s"$Operation = '$Delete' AS $Deleted FROM $staged WHERE $Last)"
-    write(keys, s"INSERT INTO $keys SELECT * FROM $keyRows",
+    write(keys, Some(keysPath), s"$keyNames, $KeySequence, $Deleted", s"SELECT * FROM $keyRows",
       s"MERGE INTO $keys t USING $keyRows s ON $on " +
         s"WHEN MATCHED THEN UPDATE SET $KeySequence = s.$KeySequence, $Deleted = s.$Deleted " +
         "WHEN NOT MATCHED THEN INSERT *", batch)
   }
 
   /**
-   * The batch's `merge` into `table`, or its `insert` when the table holds no file, tagged with
-   * the batch: Delta skips it, without a job, when the table holds the write already (a run died
-   * after it, before the batch was logged applied).
+   * The batch's `merge` into `table` (at `path`, for one that is not made yet), or its `rows` (a
+   * query of its `columns`) appended when the table holds no file, or making it when it is not
+   * made; tagged with the batch: Delta skips the write, without a job, when the table holds it
+   * already (a run died after it, before the batch was logged applied).
    */
-  private def write(table: String, insert: String, merge: String, batch: Long): Unit = {
+  private def write(table: String, path: Option[String], columns: String, rows: String, merge: String,
+      batch: Long): Unit = {
     tagged(batch) {
-      if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
-      else spark.sql(insert).collect()
+      if (absent(table)) {
+        spark.sql(rows).write.format("delta").mode("append").save(path.get)
+        absent -= table
+      } else if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
+      else spark.sql(s"INSERT INTO $table ($columns) $rows").collect()
     }
     mayHoldFiles.remove(table)
   }
@@ -363,8 +385,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
       .getOrElse(AppIdPrefix + described(batches).getAs[String]("id"))
 
   /** Columns the source added since the target was created (a dropped one stays). */
-  private def addNewColumns(): Unit = {
-    val present = columnsOf(target).toSet
+  private def addNewColumns(): Unit = columnsOf(target).map(_.toSet).foreach { present =>
+    // (a target not made yet is made by the batch's write, with the staged columns)
     val added = readStaged.schema.fields.filter(f => layout.columns.contains(f.name) && !present(f.name))
     if (added.nonEmpty) {
       spark.sql(s"ALTER TABLE $target ADD COLUMNS (" +
@@ -372,7 +394,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     }
   }
 
-  def readKeys: DataFrame = read(keysPath)
+  def readKeys: DataFrame = if (absent(keys)) noKeys else read(keysPath)
 
   private def readStaged: DataFrame = spark.read.parquet(stagedPath)
 
@@ -386,9 +408,16 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
 
   private def read(path: String): DataFrame = spark.read.format("delta").load(path)
 
-  private def columnsOf(table: String): Seq[String] = spark.sql(s"SELECT * FROM $table LIMIT 0").columns.toSeq
+  /** The table's columns; none when it is not made yet (then known as such). */
+  private def columnsOf(table: String): Option[Seq[String]] =
+    if (absent(table)) None
+    else try Some(spark.sql(s"SELECT * FROM $table LIMIT 0").columns.toSeq) catch {
+      case e: AnalysisException if Absent(e.getCondition) =>
+        absent += table
+        None
+    }
 
-  private def mayHold(table: String): Boolean = mayHoldFiles.getOrElse(table, {
+  private def mayHold(table: String): Boolean = !absent(table) && mayHoldFiles.getOrElse(table, {
     described(table)
     mayHoldFiles(table)
   })
