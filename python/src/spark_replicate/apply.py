@@ -372,10 +372,11 @@ class _State:
                      f"WHEN NOT MATCHED THEN INSERT ({names}, {START_AT}, {END_AT}) "
                      f"VALUES ({values}, s.{START_AT}, s.{END_AT})")
         self._write(self.target, self._target_path, columns, rows, merge, batch)
-        key_columns = f"{sql_names(layout.keys)}, {_KEY_SEQUENCE}, {_DELETED}"
-        key_rows = (f"(SELECT {sql_names(layout.keys)}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
+        key_names = sql_names(layout.keys)
+        key_rows = (f"(SELECT {key_names}, coalesce({START_AT}, '') AS {_KEY_SEQUENCE}, "
                     f"{OPERATION} = '{DELETE}' AS {_DELETED} FROM {staged} WHERE {LAST})")
-        self._write(self.keys, self._keys_path, key_columns, f"SELECT * FROM {key_rows}",
+        self._write(self.keys, self._keys_path, f"{key_names}, {_KEY_SEQUENCE}, {_DELETED}",
+                    f"SELECT * FROM {key_rows}",
                     f"MERGE INTO {self.keys} t USING {key_rows} s ON {on} "
                     f"WHEN MATCHED THEN UPDATE SET {_KEY_SEQUENCE} = s.{_KEY_SEQUENCE}, {_DELETED} = s.{_DELETED} "
                     f"WHEN NOT MATCHED THEN INSERT *", batch)
