@@ -28,7 +28,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
                                IntegerType, LongType, StringType, TimestampType)
 
 import spark_replicate
-from _cluster import SHORT_JVM_OPTIONS, short_jvm_env
+from _cluster import SESSION_JVM_OPTIONS, SHORT_JVM_OPTIONS, short_jvm_env
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
                                       expected_value, generate_landing_zone, mask_ordinals)
@@ -199,9 +199,10 @@ def spark(tmp_path_factory, request):
     builder = session_builder("local[2]", kafka=kafka).config("spark.sql.warehouse.dir",
                                                               str(tmp_path_factory.mktemp("warehouse")))
     # A run of few tests (`make smoke`, a file) is mostly its session's start and first queries,
-    # short-lived work; a whole run's sessions run hundreds of jobs each, where C2 pays off.
-    if len(request.session.items) < FEW_TESTS:
-        builder = builder.config("spark.driver.extraJavaOptions", SHORT_JVM_OPTIONS)
+    # short-lived work; a whole run's sessions run hundreds of jobs each, where C2 pays off for
+    # what stays hot (SESSION_JVM_OPTIONS).
+    few = len(request.session.items) < FEW_TESTS
+    builder = builder.config("spark.driver.extraJavaOptions", SHORT_JVM_OPTIONS if few else SESSION_JVM_OPTIONS)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
