@@ -87,8 +87,7 @@ def test_one_batch_equals_the_source_table_and_again_leaves_it_as_it_is(spark, z
     result = apply(implementation, changes, target)
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
     # Made by the first load's write, from the staged files: the table's columns in the changes' types.
-    assert column_types(spark.read.format("delta").load(str(target))) == column_types(
-        changes.select(*table_layout(changes, None).columns))
+    assert column_types(spark.read.format("delta").load(str(target))) == table_column_types(changes)
     assert (result.batch, result.inserted, result.updated, result.deleted, result.ignored) == (
         1, len(zone.final_state(table)), 0, 0, 0)
     version = delta_version(spark, target)
@@ -114,7 +113,7 @@ def test_a_first_batch_with_no_change_makes_the_tables_then_the_next_batch_appli
     empty = apply(implementation, changes.limit(0), target)
     assert (empty.batch, empty.inserted, empty.updated, empty.deleted, empty.ignored) == (1, 0, 0, 0, 0)
     made = spark.read.format("delta").load(str(target))
-    assert column_types(made) == column_types(changes.select(*table_layout(changes, None).columns))
+    assert column_types(made) == table_column_types(changes)
     assert made.count() == 0
     assert spark.read.format("delta").load(str(target / "_spark_replicate" / "keys")).count() == 0
     assert logged(spark, target) == [(1, "applied"), (1, "staged")]
@@ -125,6 +124,11 @@ def test_a_first_batch_with_no_change_makes_the_tables_then_the_next_batch_appli
 
 def column_types(df: DataFrame) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+def table_column_types(changes: DataFrame) -> list[tuple[str, str]]:
+    """The table's own columns of the changes (no header), in their types."""
+    return column_types(changes.select(*table_layout(changes, None).columns))
 
 
 def logged(spark, target) -> list[tuple[int, str]]:
