@@ -29,7 +29,7 @@ from spark_replicate._jar import ReplicateSetupError
 from spark_replicate.apply import (APP_ID_PREFIX, APP_ID_PROPERTY, MERGE_MATERIALIZE_SOURCE, TXN_APP_ID, TXN_VERSION,
                                    ApplyResult, _State, _apply_batch)
 from spark_replicate.cdc import KEY_POSITION, table_layout
-from spark_replicate.generate import generate_landing_zone
+from spark_replicate.generate import default_tables, generate_landing_zone, mask_ordinals
 
 TABLES = ["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS"]
 needs_delta = pytest.mark.skipif(not DELTA, reason="no Delta Lake release serves this Spark minor")
@@ -267,6 +267,42 @@ def test_staged_rows_are_written_without_dictionaries(spark, zone, tmp_path, imp
               for g in range(meta.num_row_groups) for c in range(meta.num_columns)]
     assert chunks and sum(meta.num_rows for meta in footers) > 0
     assert [c.path_in_schema for c in chunks if c.has_dictionary_page] == []
+
+
+@needs_delta
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+def test_a_later_batch_whose_scans_would_read_other_rows_keeps_what_partial_masks_leave_out(spark, tmp_path,
+                                                                                           implementation):
+    """A later batch's plan scans its changes twice: the fresh changes, and their keys, which pick
+    the target's rows to replay them after. Two scans of a Kafka read plan their offsets apart and
+    may read other records; here each scan of the input keeps a random half of its UPDATEs (a
+    nondeterministic filter). Read once, every UPDATE replays after its key's row: a column the
+    target holds null is null in the key's full load or in one of its UPDATEs whose column mask
+    names it. (Read twice, a key only the first scan kept lost every column its mask leaves out.)"""
+    table = "HR.EMPLOYEES"
+    zone = generate_landing_zone(tmp_path / "landing", tables=[t for t in default_tables() if t.name == table],
+                                 messages=200, seed=313, partial_masks=1.0)
+    changes, target = read_table(spark, zone, table), tmp_path / "target"
+    apply(implementation, changes.where("header__operation = 'REFRESH'"), target)
+    some = F.udf(lambda: random.random() < 0.5, "boolean").asNondeterministic()
+    result = apply(implementation, changes.where("header__operation = 'UPDATE'").where(some()), target)
+    assert result.updated > 0
+    columns = [c.name for c in table_def(zone, table).columns]
+    keys = [c.name for c in table_def(zone, table).key_columns]
+    loaded, null_ok = set(), set()  # the keys of the full load; the (key, column) that may be null
+    for message in zone.messages_for(table):
+        row = source_row(zone, table, message.data)
+        key = tuple(row[k] for k in keys)
+        if message.operation == "REFRESH":
+            loaded.add(key)
+        named = (range(1, len(columns) + 1) if message.operation == "REFRESH" or message.column_mask is None
+                 else mask_ordinals(message.column_mask))
+        null_ok.update((key, columns[i - 1]) for i in named if row[columns[i - 1]] is None)
+    rows = [r for r in delta_rows(spark, target) if tuple(r[k] for k in keys) in loaded]
+    assert len(rows) == len(loaded)
+    nulled = [(key, c) for r in rows for key in [tuple(r[k] for k in keys)] for c in columns
+              if r[c] is None and (key, c) not in null_ok]
+    assert not nulled
 
 
 @needs_delta

@@ -19,7 +19,7 @@ from _kafka import PREFIX, publish
 from conftest import DELTA, assert_same_rows, collect_plain, run_python, small_session_env, source_row
 from spark_replicate import topic
 from spark_replicate.generate import SCHEMA_TOPIC, default_tables, generate_landing_zone
-from test_apply_topic import scala_results
+from test_apply_topic import TABLES, last_whole_commit, scala_results, state_at
 from test_kafka_publish import landed
 
 pytestmark = [pytest.mark.kafka, pytest.mark.skipif(not DELTA, reason="no Delta Lake release serves this Spark minor")]
@@ -174,21 +174,69 @@ def test_continuous_apply_follows_the_topics(spark, kafka_bootstrap, tmp_path, i
     assert all(inserted[table] >= len(zone.final_state(table)) for table in tables)
 
 
+def publish_messages(bootstrap: str, landed_topic, name: str, messages: list) -> None:
+    """The landed records of ``messages``, in their order, each to its partition of the Kafka topic ``name``."""
+    records = {(partition, offset): (key, value) for partition, offset, _, key, value in landed(landed_topic)}
+    publish(bootstrap, name, [(m.partition, *records[m.partition, m.offset]) for m in messages])
+
+
+@pytest.mark.slow
+def test_a_transactional_run_applies_none_of_a_transaction_published_while_it_runs(spark, kafka_bootstrap, tmp_path,
+                                                                                   monkeypatch):
+    """A transactional run reads each table once, and every step takes the rows it read: the first
+    events of a transaction, published once the run has found every transaction it read whole
+    (no boundary), are not applied by its later steps, as a Kafka read evaluated again would
+    apply them. The next run applies the whole transaction."""
+    zone = generate_landing_zone(tmp_path / "landing", tables=[t for t in default_tables() if t.topic == "hr"],
+                                 messages=200, seed=41, files_per_topic=2)
+    messages = zone.messages
+    # Where a transaction of several events starts, halfway through the changes.
+    start = next(i for i, m in enumerate(messages) if i > len(messages) // 2 and m.operation != "REFRESH"
+                 and m.headers["transactionEventCounter"] == 1 and not m.headers["transactionLastEvent"])
+    end = next(i for i in range(start, len(messages)) if messages[i].headers["transactionLastEvent"])
+    name = "published-while-applying-"
+    options = {"kafka.bootstrap.servers": kafka_bootstrap, "subscribe": name + "hr"}
+    publish_landed(kafka_bootstrap, zone.schema_topic, name + SCHEMA_TOPIC, slice(None))
+    publish_landed(kafka_bootstrap, zone.topics["hr"], name + "hr", slice(None, 0))  # (the topic, empty)
+    publish_messages(kafka_bootstrap, zone.topics["hr"], name + "hr", messages[:start])
+    boundary = topic._boundary
+
+    def publish_after_the_boundary(*args):
+        found = boundary(*args)
+        assert found is None  # every transaction read is whole
+        publish_messages(kafka_bootstrap, zone.topics["hr"], name + "hr", messages[start:end])
+        return found
+    monkeypatch.setattr(topic, "_boundary", publish_after_the_boundary)
+    results = spark_replicate.apply_topic(spark, None, str(tmp_path / "lake"), schema_topic=name + SCHEMA_TOPIC,
+                                          transactional=True, **options)
+    assert {table: r.held for table, r in results.items()} == {table: 0 for table in TABLES}
+    commit = last_whole_commit(zone, {id(m) for m in messages[:start]})
+    for table in TABLES:
+        rows = collect_plain(spark.read.format("delta").load(str(tmp_path / "lake" / table)))
+        assert_same_rows(rows, state_at(zone, table, commit))
+    monkeypatch.undo()
+    publish_messages(kafka_bootstrap, zone.topics["hr"], name + "hr", messages[end:])
+    spark_replicate.apply_topic(spark, None, str(tmp_path / "lake"), schema_topic=name + SCHEMA_TOPIC,
+                                transactional=True, **options)
+    assert_source_tables(spark, zone, tmp_path / "lake", TABLES)
+
+
 @pytest.mark.connect
 def test_over_connect_every_table_of_a_topic_becomes_its_source_table(connect_url, spark, kafka_zone,
                                                                        kafka_bootstrap, tmp_path):
     """In a Connect client process of its own (see test_apply_delta's Connect test); the server has
-    Spark's Kafka source and Delta."""
+    Spark's Kafka source and Delta. Transactional: the run's local checkpoints of what it read
+    (see the test above) are Connect's cached relations there."""
     options = kafka_options(kafka_zone, kafka_bootstrap, ["hr"])
     result = run_python(f"""
         import spark_replicate
         from pyspark.sql import SparkSession
         spark = SparkSession.builder.remote({connect_url!r}).getOrCreate()
-        results = spark_replicate.apply_topic(spark, None, {str(tmp_path)!r}, **{options!r})
-        print("RESULT=" + repr(sorted((table, r.inserted, r.deleted) for table, r in results.items())))
+        results = spark_replicate.apply_topic(spark, None, {str(tmp_path)!r}, transactional=True, **{options!r})
+        print("RESULT=" + repr(sorted((table, r.inserted, r.deleted, r.held) for table, r in results.items())))
     """)
     assert result.returncode == 0, result.stderr[-3000:]
     tables = tables_of(kafka_zone, ["hr"])
     assert result.stdout.split("RESULT=", 1)[1].strip() == repr(
-        [(table, len(kafka_zone.final_state(table)), 0) for table in tables])
+        [(table, len(kafka_zone.final_state(table)), 0, 0) for table in tables])
     assert_source_tables(spark, kafka_zone, tmp_path, tables)

@@ -260,6 +260,7 @@ class _State:
         it is logged staged, for a run that dies to be finished by the next; else only its entry
         logged applied is written (a commit less for a batch with nothing new)."""
         layout = self.layout
+        changes = self._read_once(changes)
         events = change_events(changes, layout)
         # Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
         fresh = events if not self.log else (
@@ -296,6 +297,15 @@ class _State:
         if writes:
             self._log(entry)
         return entry, writes
+
+    def _read_once(self, changes: DataFrame) -> DataFrame:
+        """The changes, read once (into a local checkpoint) where the batch's plan reads them twice:
+        the baseline's join takes the keys of the fresh changes from a second scan (and the counts
+        read them again). Two scans of a Kafka read each plan its offsets up to the latest: one
+        may read a record the other does not, and a partial-mask UPDATE whose key the baseline's
+        scan missed would lose the columns its mask leaves out. (A first load has no baseline:
+        its plan reads the changes once.)"""
+        return changes.localCheckpoint() if self._may_hold(self.target) else changes
 
     def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame | None:
         """The row the target holds for each key with fresh changes (type 2: its open version), as

@@ -245,11 +245,16 @@ def _held_path(target: str, table: str) -> str:
 
 
 def _with_held(changes: DataFrame, held_path: str) -> DataFrame:
-    """The rows read and the rows held (the columns read first: they carry the keys' metadata);
-    creates the held table, empty, on the first run."""
+    """The rows read and the rows held (the columns read first: they carry the keys' metadata),
+    read once: creates the held table, empty, on the first run.
+
+    The run's steps (the boundary, the table's apply, the rows held anew) take these rows from a
+    local checkpoint, not from the input: a Kafka read evaluated again reads up to the latest
+    offsets again, and a transaction published between two steps would be applied in part (the
+    boundary knew nothing of it). Each table is read once rather than once per step."""
     changes.limit(0).write.format("delta").mode("ignore").save(held_path)
     held = changes.sparkSession.read.format("delta").load(held_path)
-    return changes.unionByName(held, allowMissingColumns=True)
+    return changes.unionByName(held, allowMissingColumns=True).localCheckpoint()
 
 
 def _boundary(pending: dict[str, DataFrame], target: str, scd_type: int) -> str | None:

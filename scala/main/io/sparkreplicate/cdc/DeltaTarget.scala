@@ -236,7 +236,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * applied is written (a commit less for a batch with nothing new).
    */
   def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): (LogRow, Boolean) = {
-    val events = changeEvents(input, layout)
+    val rows = readOnce(input)
+    val events = changeEvents(rows, layout)
     // Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
     val fresh = if (log.isEmpty) events else events.join(readKeys, layout.keys, "left")
       .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
@@ -263,12 +264,18 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     // before the batch is logged applied.
     staged.withColumnRenamed(ChangeSeq, StartAt).write.mode("overwrite").options(Map(StagedWithoutDictionaries))
       .parquet(stagedPath)
-    val (inserted, updated, deleted, ignored, rowsStaged) = counts(input)
+    val (inserted, updated, deleted, ignored, rowsStaged) = counts(rows)
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     val writes = rowsStaged > 0 || absent.nonEmpty
     if (writes) appendLog(entry)
     (entry, writes)
   }
+
+  /**
+   * The changes, read once where the batch's plan reads them twice (the keys of the baseline's
+   * join; then the counts read them again), as `apply_changes` does (its `_read_once` says why).
+   */
+  private def readOnce(input: DataFrame): DataFrame = if (mayHold(target)) input.localCheckpoint() else input
 
   /**
    * The row the target holds for each key with fresh changes (type 2: its open version), as an

@@ -85,10 +85,15 @@ private[cdc] object TopicApply {
     }
   }
 
-  /** The rows read and the rows held (the columns read first: they carry the keys' metadata). */
+  /**
+   * The rows read and the rows held (the columns read first: they carry the keys' metadata), read
+   * once into a local checkpoint that every step of the run takes them from: a Kafka read
+   * evaluated again reads up to the latest offsets again (as `spark_replicate.topic` explains).
+   */
   private def withHeld(changes: DataFrame, path: String): DataFrame = {
     changes.limit(0).write.format("delta").mode("ignore").save(path)
     changes.unionByName(changes.sparkSession.read.format("delta").load(path), allowMissingColumns = true)
+      .localCheckpoint()
   }
 
   /**
