@@ -181,44 +181,82 @@ def publish_messages(bootstrap: str, landed_topic, name: str, messages: list) ->
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("implementation", ["python", "scala"])
 def test_a_transactional_run_applies_none_of_a_transaction_published_while_it_runs(spark, kafka_bootstrap, tmp_path,
-                                                                                   monkeypatch):
+                                                                                   monkeypatch, implementation):
     """A transactional run reads each table once, and every step takes the rows it read: the first
-    events of a transaction, published once the run has found every transaction it read whole
-    (no boundary), are not applied by its later steps, as a Kafka read evaluated again would
+    events of a transaction (some of the second table's), published once the run has found every
+    transaction it read whole (no boundary; Scala's run cannot be patched there: once its first
+    table is written), are not applied by its later steps, as a Kafka read evaluated again would
     apply them. The next run applies the whole transaction."""
     zone = generate_landing_zone(tmp_path / "landing", tables=[t for t in default_tables() if t.topic == "hr"],
                                  messages=200, seed=41, files_per_topic=2)
     messages = zone.messages
-    # Where a transaction of several events starts, halfway through the changes.
+
+    def last_event(i: int) -> int:
+        return next(j for j in range(i, len(messages)) if messages[j].headers["transactionLastEvent"])
+    # Where a transaction of several events starts, halfway through the changes; its events before
+    # the last touch the second table.
     start = next(i for i, m in enumerate(messages) if i > len(messages) // 2 and m.operation != "REFRESH"
-                 and m.headers["transactionEventCounter"] == 1 and not m.headers["transactionLastEvent"])
-    end = next(i for i in range(start, len(messages)) if messages[i].headers["transactionLastEvent"])
-    name = "published-while-applying-"
+                 and m.headers["transactionEventCounter"] == 1 and not m.headers["transactionLastEvent"]
+                 and any(n.table == TABLES[-1] for n in messages[i:last_event(i)]))
+    end = last_event(start)
+    name, lake = f"published-while-applying-{implementation}-", tmp_path / "lake"
     options = {"kafka.bootstrap.servers": kafka_bootstrap, "subscribe": name + "hr"}
     publish_landed(kafka_bootstrap, zone.schema_topic, name + SCHEMA_TOPIC, slice(None))
     publish_landed(kafka_bootstrap, zone.topics["hr"], name + "hr", slice(None, 0))  # (the topic, empty)
     publish_messages(kafka_bootstrap, zone.topics["hr"], name + "hr", messages[:start])
-    boundary = topic._boundary
 
-    def publish_after_the_boundary(*args):
-        found = boundary(*args)
-        assert found is None  # every transaction read is whole
+    def publish_the_first_events() -> None:
         publish_messages(kafka_bootstrap, zone.topics["hr"], name + "hr", messages[start:end])
-        return found
-    monkeypatch.setattr(topic, "_boundary", publish_after_the_boundary)
-    results = spark_replicate.apply_topic(spark, None, str(tmp_path / "lake"), schema_topic=name + SCHEMA_TOPIC,
-                                          transactional=True, **options)
-    assert {table: r.held for table, r in results.items()} == {table: 0 for table in TABLES}
+
+    def run() -> dict[str, int]:
+        """``{table: rows held}``."""
+        if implementation == "python":
+            results = spark_replicate.apply_topic(spark, None, str(lake), schema_topic=name + SCHEMA_TOPIC,
+                                                  transactional=True, **options)
+            return {table: r.held for table, r in results.items()}
+        jvm = spark._jvm
+        utils = jvm.org.apache.spark.api.python.PythonUtils
+        results = jvm.io.sparkreplicate.cdc.Changes.applyTopic(
+            spark._jsparkSession, utils.toSeq([]), str(lake), jvm.scala.Option.apply(name + SCHEMA_TOPIC), 1, True,
+            utils.toScalaMap(options))
+        return {table: r.held() for table, r in scala_results(spark, results).items()}
+
+    if implementation == "python":
+        boundary = topic._boundary
+
+        def publish_after_the_boundary(*args):
+            found = boundary(*args)
+            assert found is None  # every transaction read is whole
+            publish_the_first_events()
+            return found
+        monkeypatch.setattr(topic, "_boundary", publish_after_the_boundary)
+        held = run()
+        monkeypatch.undo()
+    else:
+        failures = []
+
+        def publish_once_the_first_table_is_written() -> None:
+            try:
+                wait_for(lambda: (lake / TABLES[0] / "_delta_log").exists(), "the first table's write", [],
+                         timeout=300)
+                publish_the_first_events()
+            except BaseException as failure:  # (reported by the test's thread below)
+                failures.append(failure)
+        publisher = threading.Thread(target=publish_once_the_first_table_is_written)
+        publisher.start()
+        held = run()
+        publisher.join(60)
+        assert not failures and not publisher.is_alive()
+    assert held == {table: 0 for table in TABLES}
     commit = last_whole_commit(zone, {id(m) for m in messages[:start]})
     for table in TABLES:
-        rows = collect_plain(spark.read.format("delta").load(str(tmp_path / "lake" / table)))
-        assert_same_rows(rows, state_at(zone, table, commit))
-    monkeypatch.undo()
+        assert_same_rows(collect_plain(spark.read.format("delta").load(str(lake / table))),
+                         state_at(zone, table, commit))
     publish_messages(kafka_bootstrap, zone.topics["hr"], name + "hr", messages[end:])
-    spark_replicate.apply_topic(spark, None, str(tmp_path / "lake"), schema_topic=name + SCHEMA_TOPIC,
-                                transactional=True, **options)
-    assert_source_tables(spark, zone, tmp_path / "lake", TABLES)
+    run()
+    assert_source_tables(spark, zone, lake, TABLES)
 
 
 @pytest.mark.connect
