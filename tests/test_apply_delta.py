@@ -287,8 +287,8 @@ def test_a_later_batch_whose_scans_would_read_other_rows_keeps_what_partial_mask
     some = F.udf(lambda: random.random() < 0.5, "boolean").asNondeterministic()
     result = apply(implementation, changes.where("header__operation = 'UPDATE'").where(some()), target)
     assert result.updated > 0
-    columns = [c.name for c in table_def(zone, table).columns]
-    keys = [c.name for c in table_def(zone, table).key_columns]
+    definition = table_def(zone, table)
+    columns, keys = [c.name for c in definition.columns], [c.name for c in definition.key_columns]
     loaded, null_ok = set(), set()  # the keys of the full load; the (key, column) that may be null
     for message in zone.messages_for(table):
         row = source_row(zone, table, message.data)

@@ -18,6 +18,7 @@ from _cluster import dies_with_parent, wait_for
 from _kafka import PREFIX, publish
 from conftest import DELTA, assert_same_rows, collect_plain, run_python, small_session_env, source_row
 from spark_replicate import topic
+from spark_replicate.apply import ApplyResult
 from spark_replicate.generate import SCHEMA_TOPIC, default_tables, generate_landing_zone
 from test_apply_topic import TABLES, last_whole_commit, scala_results, state_at
 from test_kafka_publish import landed
@@ -46,17 +47,23 @@ def apply_kafka(implementation: str, spark, zone, bootstrap: str, target, schema
                 topics: list[str] | None, transactional: bool = False) -> dict[str, tuple[int, int, int, int]]:
     """``apply_topic`` over the zone's Kafka ``topics``, or its Scala twin: ``{table: (inserted,
     updated, deleted, ignored)}``."""
-    options = kafka_options(zone, bootstrap, topics)
+    results = apply_options(implementation, spark, target, schema_topic, kafka_options(zone, bootstrap, topics),
+                            transactional)
+    return {table: (r.inserted, r.updated, r.deleted, r.ignored) for table, r in results.items()}
+
+
+def apply_options(implementation: str, spark, target, schema_topic: str | None, options: dict[str, str],
+                  transactional: bool) -> dict[str, ApplyResult]:
+    """``apply_topic`` over the Kafka topics ``options`` read, or its Scala twin."""
     if implementation == "python":
-        results = spark_replicate.apply_topic(spark, None, str(target), schema_topic=schema_topic,
-                                              transactional=transactional, **options)
-        return {table: (r.inserted, r.updated, r.deleted, r.ignored) for table, r in results.items()}
+        return spark_replicate.apply_topic(spark, None, str(target), schema_topic=schema_topic,
+                                           transactional=transactional, **options)
     jvm = spark._jvm
     utils = jvm.org.apache.spark.api.python.PythonUtils
     results = jvm.io.sparkreplicate.cdc.Changes.applyTopic(
         spark._jsparkSession, utils.toSeq([]), str(target), jvm.scala.Option.apply(schema_topic), 1, transactional,
         utils.toScalaMap(options))
-    return {table: (r.inserted(), r.updated(), r.deleted(), r.ignored())
+    return {table: ApplyResult(r.batch(), r.inserted(), r.updated(), r.deleted(), r.ignored(), r.held())
             for table, r in scala_results(spark, results).items()}
 
 
@@ -212,16 +219,8 @@ def test_a_transactional_run_applies_none_of_a_transaction_published_while_it_ru
 
     def run() -> dict[str, int]:
         """``{table: rows held}``."""
-        if implementation == "python":
-            results = spark_replicate.apply_topic(spark, None, str(lake), schema_topic=name + SCHEMA_TOPIC,
-                                                  transactional=True, **options)
-            return {table: r.held for table, r in results.items()}
-        jvm = spark._jvm
-        utils = jvm.org.apache.spark.api.python.PythonUtils
-        results = jvm.io.sparkreplicate.cdc.Changes.applyTopic(
-            spark._jsparkSession, utils.toSeq([]), str(lake), jvm.scala.Option.apply(name + SCHEMA_TOPIC), 1, True,
-            utils.toScalaMap(options))
-        return {table: r.held() for table, r in scala_results(spark, results).items()}
+        results = apply_options(implementation, spark, lake, name + SCHEMA_TOPIC, options, transactional=True)
+        return {table: r.held for table, r in results.items()}
 
     if implementation == "python":
         boundary = topic._boundary
