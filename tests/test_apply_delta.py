@@ -306,6 +306,29 @@ def test_a_later_batch_whose_scans_would_read_other_rows_keeps_what_partial_mask
 
 
 @needs_delta
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+@pytest.mark.parametrize("scd_type", [1, 2])
+def test_a_batch_whose_input_reads_other_rows_each_time_counts_the_rows_it_applied(spark, tmp_path, implementation,
+                                                                                  scd_type):
+    """Each evaluation of the input keeps a random half of a full load (a nondeterministic filter,
+    standing in for a Kafka read, which plans its offsets up to the latest each time): the first
+    batch, then a second of the same kind. Every row is a new key, so nothing may be counted ignored,
+    and the counts are those of the rows the target shows. (The input counted by a scan of its
+    own made rows the batch never applied count as ignored, or made the count negative.)"""
+    table = "HR.DEPARTMENTS"
+    zone = generate_landing_zone(tmp_path / "landing", tables=[t for t in default_tables() if t.name == table],
+                                 messages=2000, seed=17)
+    full_load = read_table(spark, zone, table).where("header__operation = 'REFRESH'")
+    some = F.udf(lambda: random.random() < 0.5, "boolean").asNondeterministic()
+    first_half = full_load.where("DEPT_ID % 2 = 0").where(some())
+    second_half = full_load.where("DEPT_ID % 2 = 1").where(some())
+    target = tmp_path / "target"
+    results = [apply(implementation, rows, target, scd_type) for rows in (first_half, second_half)]
+    assert [r.ignored for r in results] == [0, 0]
+    assert sum(r.inserted for r in results) == len(delta_rows(spark, target)) > 0
+
+
+@needs_delta
 @pytest.mark.slow
 def test_files_shuffled_and_some_delivered_twice(spark, zone, tmp_path):
     """One batch per landed file, in a random order, one file twice: a key's changes are in its

@@ -147,8 +147,8 @@ def test_every_batch_shows_whole_transactions_and_the_last_the_source_tables(spa
         if number == 1:
             applied = topic._apply_table
 
-            def die_after_the_first_table(changes, target, name, scd_type):
-                applied(changes, target, name, scd_type)
+            def die_after_the_first_table(*args, **kwargs):
+                applied(*args, **kwargs)
                 raise RuntimeError("the process dies")
             monkeypatch.setattr(topic, "_apply_table", die_after_the_first_table)
             with pytest.raises(RuntimeError, match="the process dies"):

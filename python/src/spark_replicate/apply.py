@@ -48,8 +48,9 @@ STATE_DIR = "_spark_replicate"
 _KEY_SEQUENCE, _DELETED = "__replicate_change_seq", "__replicate_deleted"
 # Whether the target held the key before the batch, and whether the key was live before its event.
 _EXISTED, _LIVE_BEFORE = "__replicate_existed", "__replicate_live_before"
-# On each key's last event: how many of the batch's changes its key took (repeats and stale ones not).
-_APPLIED_CHANGES = "__replicate_applied"
+# On each key's last event: how many of the batch's changes its key took (repeats and stale ones not),
+# and how many change rows of the input it had (the input counted by the staging pass).
+_APPLIED_CHANGES, _INPUT_ROWS = "__replicate_applied", "__replicate_input_rows"
 _BASELINE = "BASELINE"
 LAST_APPLIED = "__replicate_last_applied"
 _STAGED, _APPLIED = "staged", "applied"
@@ -115,8 +116,7 @@ def apply_changes(changes: DataFrame, target: str, keys: list[str] | None = None
     (``foreachBatch``; ``checkpoint_location`` required) and the call returns the started
     ``StreamingQuery``.
     """
-    if scd_type not in (1, 2):
-        raise ValueError(f"scd_type={scd_type!r}: 1 (current state) or 2 (history)")
+    _check_scd_type(scd_type)
     layout = table_layout(changes, keys)
     if not changes.isStreaming:
         if checkpoint_location is not None:
@@ -162,7 +162,10 @@ def applied_sequences(changes: DataFrame, target: str, scd_type: int = 1) -> Dat
 
 
 def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
-                 stream: tuple[str, int] | None = None) -> ApplyResult:
+                 stream: tuple[str, int] | None = None, read_once: bool = False) -> ApplyResult:
+    """Applies one batch; ``read_once``: ``changes`` give the same rows however often they are
+    evaluated (a local checkpoint), so the batch need not read them into one of its own."""
+    _check_scd_type(scd_type)
     with jit_sized_methods(changes.sparkSession):
         state = _State(changes.sparkSession, target, changes, layout, scd_type)
         applied = {row.batch for row in state.log if row.status == _APPLIED}
@@ -174,9 +177,15 @@ def _apply_batch(changes: DataFrame, target: str, layout: Layout, scd_type: int,
                     state.finish(done[0])
                 return _result(done[0])
         state.finish_interrupted()
-        entry, writes = state.stage(changes, max((row.batch for row in state.log), default=0) + 1, stream)
+        entry, writes = state.stage(changes, max((row.batch for row in state.log), default=0) + 1, stream,
+                                    read_once)
         state.finish(entry, merge=writes)
         return _result(entry)
+
+
+def _check_scd_type(scd_type: int) -> None:
+    if scd_type not in (1, 2):
+        raise ValueError(f"scd_type={scd_type!r}: 1 (current state) or 2 (history)")
 
 
 def _result(row: _LogRow) -> ApplyResult:
@@ -254,13 +263,15 @@ class _State:
                           key=lambda row: row.batch):
             self.finish(row)
 
-    def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None) -> tuple[_LogRow, bool]:
+    def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None,
+              read_once: bool = False) -> tuple[_LogRow, bool]:
         """Replays the batch's fresh changes after the target's rows into ``staged``. Returns the
         log's entry and whether the batch writes anything (rows staged, or a table to make): then
         it is logged staged, for a run that dies to be finished by the next; else only its entry
         logged applied is written (a commit less for a batch with nothing new)."""
         layout = self.layout
-        changes = self._read_once(changes)
+        if not read_once:
+            changes = self._checkpointed(changes)
         events = change_events(changes, layout)
         # Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
         fresh = events if not self.log else (
@@ -270,6 +281,7 @@ class _State:
         baseline = self._baseline(fresh, events)
         with_baseline = fresh if baseline is None else fresh.unionByName(baseline)
         over = windows(layout)
+        input_rows = f"count_if({RANK} = 1 AND NOT {DERIVED}) OVER ({over.every_event}) AS {_INPUT_ROWS}"
         if self.scd_type == 1:
             # A current-state target takes each key's last event only. Its changes applied are its
             # distinct changes (not the baseline, nor the DELETEs of moved rows' old keys); both
@@ -277,11 +289,12 @@ class _State:
             existed = f"min({RANK}) OVER ({over.every_event}) = 0"
             change = f"CASE WHEN {RANK} = 1 AND NOT {DERIVED} THEN named_struct('s', {SEQUENCE}, 'p', {OPERATION}) END"
             applied = f"size(collect_set({change}) OVER ({over.every_event}))"
-            staged = replay_last(with_baseline, layout, f"{existed} AS {_EXISTED}", f"{applied} AS {_APPLIED_CHANGES}")
+            staged = replay_last(with_baseline, layout, f"{existed} AS {_EXISTED}", f"{applied} AS {_APPLIED_CHANGES}",
+                                 input_rows)
         else:
             # Windows over the replay's own order (or its keys alone) reuse its sort.
             per_key = f"PARTITION BY {sql_names(layout.keys)}"
-            staged = replay(with_baseline, layout).selectExpr(
+            staged = replay(with_baseline, layout, input_rows).selectExpr(
                 "*", f"min({RANK}) OVER ({per_key}) = 0 AS {_EXISTED}",
                 f"coalesce(lag({OPERATION}) OVER ({over.order}) != '{DELETE}', false) AS {_LIVE_BEFORE}",
                 f"count_if({RANK} = 1 AND NOT {DERIVED}) OVER ({per_key}) AS {_APPLIED_CHANGES}")
@@ -291,21 +304,24 @@ class _State:
         # logged the batch staged, so the next run stages it again; once logged, nothing rewrites them
         # before the batch is logged applied.
         self._write_staged(staged.withColumnRenamed(SEQUENCE, START_AT))
-        *counts, rows_staged = self._counts(changes)
+        # Before the first batch every change is fresh, and staged: the staging pass counted the
+        # input. After it the stale ones are dropped first, and the input (read once) is counted.
+        *counts, rows_staged = self._counts(changes if self.log else None)
         entry = _LogRow(batch, _STAGED, *(stream or (None, None)), *counts)
         writes = rows_staged > 0 or bool(self._absent)
         if writes:
             self._log(entry)
         return entry, writes
 
-    def _read_once(self, changes: DataFrame) -> DataFrame:
-        """The changes, read once (into a local checkpoint) where the batch's plan reads them twice:
-        the baseline's join takes the keys of the fresh changes from a second scan (and the counts
-        read them again). Two scans of a Kafka read each plan its offsets up to the latest: one
-        may read a record the other does not, and a partial-mask UPDATE whose key the baseline's
-        scan missed would lose the columns its mask leaves out. (A first load has no baseline:
-        its plan reads the changes once.)"""
-        return changes.localCheckpoint() if self._may_hold(self.target) else changes
+    def _checkpointed(self, changes: DataFrame) -> DataFrame:
+        """The changes, read once (into a local checkpoint) where the batch reads them twice: the
+        baseline's join takes the keys of the fresh changes from a second scan, and after a first
+        batch the counts read them again. Two scans of a Kafka read each plan its offsets up to the
+        latest: one may read a record the other does not. A partial-mask UPDATE whose key the
+        baseline's scan missed would lose the columns its mask leaves out, and the counts would
+        not be those of the rows applied. (A first batch into a target without files reads the
+        changes once: no baseline, and the staging pass counts them.)"""
+        return changes.localCheckpoint() if self.log or self._may_hold(self.target) else changes
 
     def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame | None:
         """The row the target holds for each key with fresh changes (type 2: its open version), as
@@ -327,8 +343,9 @@ class _State:
                             f"CAST({full} AS {events.schema[FULL].dataType.simpleString()}) AS {FULL}",
                             f"NULL AS {PARTIAL}"))
 
-    def _counts(self, changes: DataFrame) -> tuple[int, int, int, int, int]:
-        """The batch's counts from ``staged`` and its input's rows, in one job; then the rows staged."""
+    def _counts(self, changes: DataFrame | None) -> tuple[int, int, int, int, int]:
+        """The batch's counts from ``staged`` and its input's rows (``changes``, or None: as the
+        staging pass counted them), in one job; then the rows staged."""
         live = f"{OPERATION} != '{DELETE}'"
         last_delete = f"{LAST} AND NOT ({live})"
         if self.scd_type == 1:
@@ -336,11 +353,13 @@ class _State:
                        f"{last_delete} AND {_EXISTED}")
         else:
             counted = (f"{RANK} = 1 AND {live}", f"{RANK} = 0", f"{last_delete} AND {_LIVE_BEFORE}")
-        row = (self._read_staged().selectExpr(*(f"count_if({c}) AS c{i}" for i, c in enumerate(counted)),
-                                              f"sum(CASE WHEN {LAST} THEN {_APPLIED_CHANGES} END) AS c3",
-                                              "count(1) AS staged")
-               .crossJoin(changes.selectExpr("count(1) AS input")).first())
-        return row.c0, row.c1, row.c2, row.input - (row.c3 or 0), row.staged
+        staged = self._read_staged().selectExpr(*(f"count_if({c}) AS c{i}" for i, c in enumerate(counted)),
+                                                f"sum(CASE WHEN {LAST} THEN {_APPLIED_CHANGES} END) AS c3",
+                                                f"sum(CASE WHEN {LAST} THEN {_INPUT_ROWS} END) AS staged_input",
+                                                "count(1) AS staged")
+        row = (staged if changes is None else staged.crossJoin(changes.selectExpr("count(1) AS input"))).first()
+        given = row.staged_input if changes is None else row.input
+        return row.c0, row.c1, row.c2, (given or 0) - (row.c3 or 0), row.staged
 
     def finish(self, entry: _LogRow, merge: bool = True) -> None:
         """MERGE ``staged`` into the target and the keys, then log the batch applied. Without

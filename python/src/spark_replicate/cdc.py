@@ -170,17 +170,18 @@ def windows(layout: Layout) -> Windows:
                    f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING")
 
 
-def replay(events: DataFrame, layout: Layout) -> DataFrame:
+def replay(events: DataFrame, layout: Layout, *more: str) -> DataFrame:
     """Every event of every key once, with all the table's columns as they stand after it, its
-    change sequence, ``__END_AT`` (the next event's) and whether it is the key's ``LAST``, in
-    :func:`event_order`. Events of ``RANK`` 0 (a baseline: the row a table already holds) come before the
-    changes. A change delivered more than once (the same key, change sequence and operation: files
-    landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
-    repeats here, in the window's own sort, spares a shuffle and a sort of the whole input."""
+    change sequence, ``__END_AT`` (the next event's), whether it is the key's ``LAST`` and ``more``
+    (SQL over the :func:`windows`, which sees the repeats), in :func:`event_order`. Events of
+    ``RANK`` 0 (a baseline: the row a table already holds) come before the changes. A change
+    delivered more than once (the same key, change sequence and operation: files landed twice, a
+    replayed topic) sorts next to its repeats and only the last is kept; dropping repeats here, in
+    the window's own sort, spares a shuffle and a sort of the whole input."""
     over = windows(layout)
     repeated = " AND ".join(f"lead({c}) OVER ({over.order}) <=> {c}" for c in ORDER_COLUMNS)
     return _replayed(events, layout, over.so_far, f"lead({SEQUENCE}) OVER ({over.order}) AS {END_AT}",
-                     f"{repeated} AS {REPEATED}").where(f"NOT {REPEATED}").drop(REPEATED)
+                     f"{repeated} AS {REPEATED}", *more).where(f"NOT {REPEATED}").drop(REPEATED)
 
 
 def replay_last(events: DataFrame, layout: Layout, *more: str) -> DataFrame:

@@ -38,8 +38,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession, functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
-from spark_replicate.apply import (LAST_APPLIED, STATE_DIR, ApplyResult, applied_sequences, applied_since,
-                                   apply_changes, micro_batch_applier)
+from spark_replicate.apply import (LAST_APPLIED, STATE_DIR, ApplyResult, _apply_batch, applied_sequences,
+                                   applied_since, micro_batch_applier)
 from spark_replicate.cdc import OPERATION, SEQUENCE, table_layout
 from spark_replicate.export import _TableExport, stream_tables
 from spark_replicate.session import Paths, _option_name, _option_value, read_tables
@@ -211,9 +211,11 @@ def _new_input(files: int) -> str:
     return f"{files} new input file(s)" if files else "new Kafka records"
 
 
-def _apply_table(changes: DataFrame, target: str, name: str, scd_type: int) -> ApplyResult:
+def _apply_table(changes: DataFrame, target: str, name: str, scd_type: int, read_once: bool = False) -> ApplyResult:
+    """``read_once``: ``changes`` are the same however often they are read, so the batch need
+    not read them into a local checkpoint of its own."""
     try:
-        return apply_changes(changes, f"{target}/{name}", scd_type=scd_type)
+        return _apply_batch(changes, f"{target}/{name}", table_layout(changes, None), scd_type, read_once=read_once)
     except ValueError as error:
         raise ValueError(f"{name}: {error}") from error
 
@@ -227,10 +229,13 @@ def _apply_transactions(spark: SparkSession, tables: dict[str, DataFrame], targe
 
 def _apply_pending(spark: SparkSession, pending: dict[str, DataFrame], target: str,
                    scd_type: int) -> dict[str, ApplyResult]:
-    """Applies each table's ``pending`` rows up to the boundary and holds the rest (the module's doc)."""
+    """Applies each table's ``pending`` rows up to the boundary and holds the rest (the module's doc).
+    The rows are the same however often they are read: a local checkpoint's (:func:`_with_held`), or
+    a held table's, which nothing writes before they are applied."""
     boundary = _boundary(pending, target, scd_type)
     before = F.col(SEQUENCE).isNull() | (F.col(SEQUENCE) < boundary) if boundary is not None else F.lit(True)
-    results = {name: _apply_table(rows.where(before), target, name, scd_type) for name, rows in pending.items()}
+    results = {name: _apply_table(rows.where(before), target, name, scd_type, read_once=True)
+               for name, rows in pending.items()}
     for name, rows in pending.items():
         # Every row from the boundary on is a change: (transaction, event counter) is its identity.
         (rows.where(~before).dropDuplicates([TRANSACTION_ID, EVENT_COUNTER]).write.format("delta").mode("overwrite")

@@ -193,17 +193,18 @@ object Changes {
 
   /**
    * Every event of every key once, with all the table's columns as they stand after it, its
-   * change sequence, `__END_AT` (the next event's) and whether it is the key's `Last`, in
-   * [[eventOrder]]. Events of `Rank` 0 (a baseline: the row a table already holds) come before the
-   * changes. A change delivered more than once (the same key, change sequence and operation: files
-   * landed twice, a replayed topic) sorts next to its repeats and only the last is kept; dropping
-   * repeats here, in the window's own sort, spares a shuffle and a sort of the whole input.
+   * change sequence, `__END_AT` (the next event's), whether it is the key's `Last` and `more`
+   * (windows of [[eventOrder]], which see the repeats), in [[eventOrder]]. Events of `Rank` 0 (a
+   * baseline: the row a table already holds) come before the changes. A change delivered more than
+   * once (the same key, change sequence and operation: files landed twice, a replayed topic) sorts
+   * next to its repeats and only the last is kept; dropping repeats here, in the window's own sort,
+   * spares a shuffle and a sort of the whole input.
    */
-  private[cdc] def replay(events: DataFrame, layout: Layout): DataFrame = {
+  private[cdc] def replay(events: DataFrame, layout: Layout, more: Column*): DataFrame = {
     val order = eventOrder(layout)
     val repeated = orderColumns.map(c => lead(c, 1).over(order) <=> c).reduce(_ && _)
-    replayed(events, layout, soFar(layout), lead(col(ChangeSeq), 1).over(order).as(EndAt), repeated.as(Repeated))
-      .where(!col(Repeated)).drop(Repeated)
+    replayed(events, layout, soFar(layout), lead(col(ChangeSeq), 1).over(order).as(EndAt) +: repeated.as(Repeated) +:
+      more: _*).where(!col(Repeated)).drop(Repeated)
   }
 
   /** [[eventOrder]] up to the current event, and over all of a key's events. */

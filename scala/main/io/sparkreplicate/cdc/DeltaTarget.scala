@@ -31,8 +31,10 @@ private[cdc] object DeltaTarget {
   // Whether the target held the key before the batch, and whether the key was live before its event.
   private val Existed = "__replicate_existed"
   private val LiveBefore = "__replicate_live_before"
-  // On each key's last event: how many of the batch's changes its key took (repeats and stale ones not).
+  // On each key's last event: how many of the batch's changes its key took (repeats and stale ones not),
+  // and how many change rows of the input it had (the input counted by the staging pass).
   private val AppliedChanges = "__replicate_applied"
+  private val InputRows = "__replicate_input_rows"
   private val Staged = "staged"
   private val Applied = "applied"
 
@@ -98,9 +100,13 @@ private[cdc] object DeltaTarget {
   def checkScdType(scdType: Int): Unit =
     require(scdType == 1 || scdType == 2, s"scdType=$scdType: 1 (current state) or 2 (history)")
 
-  /** Applies one batch; `stream` is the (checkpoint location, batch id) of a micro-batch. */
+  /**
+   * Applies one batch; `stream` is the (checkpoint location, batch id) of a micro-batch.
+   * `readOnce`: `changes` give the same rows however often they are evaluated (a local
+   * checkpoint), so the batch need not read them into one of its own.
+   */
   def applyBatch(changes: DataFrame, target: String, layout: Layout, scdType: Int,
-      stream: Option[(String, Long)]): ApplyResult = {
+      stream: Option[(String, Long)], readOnce: Boolean = false): ApplyResult = {
     checkScdType(scdType)
     withJitSizedMethods(changes.sparkSession) {
       val state = new DeltaTarget(changes.sparkSession, target, changes, layout, scdType)
@@ -115,7 +121,7 @@ private[cdc] object DeltaTarget {
           row.result
         case None =>
           state.finishInterrupted()
-          val (entry, writes) = state.stage(changes, (state.log.map(_.batch) :+ 0L).max + 1, stream)
+          val (entry, writes) = state.stage(changes, (state.log.map(_.batch) :+ 0L).max + 1, stream, readOnce)
           state.finish(entry, merge = writes)
           entry.result
       }
@@ -235,25 +241,26 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
    * logged staged, for a run that dies to be finished by the next; else only its entry logged
    * applied is written (a commit less for a batch with nothing new).
    */
-  def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)]): (LogRow, Boolean) = {
-    val rows = readOnce(input)
+  def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)], readOnce: Boolean): (LogRow, Boolean) = {
+    val rows = if (readOnce) input else checkpointed(input)
     val events = changeEvents(rows, layout)
     // Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
     val fresh = if (log.isEmpty) events else events.join(readKeys, layout.keys, "left")
       .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
       .drop(KeySequence, Deleted)
     val withBaseline = baseline(fresh, events).fold(fresh)(fresh.unionByName(_))
+    val inputRows = count_if(col(Rank) === 1 && !col(Derived)).over(everyEvent(layout)).as(InputRows)
     val staged = if (scdType == 1) {
       // A current-state target takes each key's last event only. Its changes applied are its
       // distinct changes (not the baseline, nor the DELETEs of moved rows' old keys); both flags
       // are over all the key's events, the frame the fold is computed over already.
       val change = when(col(Rank) === 1 && !col(Derived), struct(col(ChangeSeq).as("s"), col(Operation).as("p")))
       replayLast(withBaseline, layout, (min(col(Rank)).over(everyEvent(layout)) === 0).as(Existed),
-        size(collect_set(change).over(everyEvent(layout))).as(AppliedChanges))
+        size(collect_set(change).over(everyEvent(layout))).as(AppliedChanges), inputRows)
     } else {
       // Windows over the replay's own order (or its keys alone) reuse its sort.
       val perKey = Window.partitionBy(layout.keys.map(quoted): _*)
-      replay(withBaseline, layout).select(col("*"), (min(col(Rank)).over(perKey) === 0).as(Existed),
+      replay(withBaseline, layout, inputRows).select(col("*"), (min(col(Rank)).over(perKey) === 0).as(Existed),
         coalesce(lag(col(Operation), 1).over(eventOrder(layout)) =!= Delete, lit(false)).as(LiveBefore),
         count_if(col(Rank) === 1 && !col(Derived)).over(perKey).as(AppliedChanges))
     }
@@ -264,7 +271,9 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     // before the batch is logged applied.
     staged.withColumnRenamed(ChangeSeq, StartAt).write.mode("overwrite").options(Map(StagedWithoutDictionaries))
       .parquet(stagedPath)
-    val (inserted, updated, deleted, ignored, rowsStaged) = counts(rows)
+    // Before the first batch every change is fresh, and staged: the staging pass counted the input.
+    // After it the stale ones are dropped first, and the input (read once) is counted.
+    val (inserted, updated, deleted, ignored, rowsStaged) = counts(Option.when(log.nonEmpty)(rows))
     val entry = LogRow(batch, Staged, stream.map(_._1), stream.map(_._2), inserted, updated, deleted, ignored)
     val writes = rowsStaged > 0 || absent.nonEmpty
     if (writes) appendLog(entry)
@@ -272,10 +281,11 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   }
 
   /**
-   * The changes, read once where the batch's plan reads them twice (the keys of the baseline's
-   * join; then the counts read them again), as `apply_changes` does (its `_read_once` says why).
+   * The changes, read once where the batch reads them twice (the keys of the baseline's join; after
+   * a first batch, the counts), as `apply_changes` does (its `_checkpointed` says why).
    */
-  private def readOnce(input: DataFrame): DataFrame = if (mayHold(target)) input.localCheckpoint() else input
+  private def checkpointed(input: DataFrame): DataFrame =
+    if (log.nonEmpty || mayHold(target)) input.localCheckpoint() else input
 
   /**
    * The row the target holds for each key with fresh changes (type 2: its open version), as an
@@ -296,8 +306,11 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
           lit(null).cast(events.schema(Partial).dataType).as(Partial)): _*)
     }
 
-  /** The batch's counts from `staged` and its input's rows, in one job; then the rows staged. */
-  private def counts(input: DataFrame): (Long, Long, Long, Long, Long) = {
+  /**
+   * The batch's counts from `staged` and its input's rows (`input`, or none: as the staging pass
+   * counted them), in one job; then the rows staged.
+   */
+  private def counts(input: Option[DataFrame]): (Long, Long, Long, Long, Long) = {
     val (change, live) = (col(Rank) === 1, col(Operation) =!= Delete)
     val lastDelete = col(Last) && !live
     val counted: Seq[Column] = if (scdType == 1) {
@@ -305,10 +318,12 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     } else {
       Seq(change && live, col(Rank) === 0, lastDelete && col(LiveBefore))
     }
-    val row = readStaged.select(counted.map(count_if) :+ sum(when(col(Last), col(AppliedChanges))) :+
-      count(lit(1)): _*).crossJoin(input.select(count(lit(1)))).head()
-    val applied = if (row.isNullAt(3)) 0L else row.getLong(3)
-    (row.getLong(0), row.getLong(1), row.getLong(2), row.getLong(5) - applied, row.getLong(4))
+    val staged = readStaged.select(counted.map(count_if) ++ Seq(sum(when(col(Last), col(AppliedChanges))),
+      count(lit(1)), sum(when(col(Last), col(InputRows)))): _*)
+    val row = input.fold(staged)(rows => staged.crossJoin(rows.select(count(lit(1))))).head()
+    def total(i: Int) = if (row.isNullAt(i)) 0L else row.getLong(i)
+    val inputRows = total(if (input.isEmpty) 5 else 6) // as the staging pass counted them, or the input's count
+    (row.getLong(0), row.getLong(1), row.getLong(2), inputRows - total(3), row.getLong(4))
   }
 
   /**

@@ -65,18 +65,29 @@ private[cdc] object TopicApply {
   def readOptions(schemaTopic: Option[String], options: Map[String, String]): Map[String, String] =
     schemaTopic.fold(options)(topic => options + ("schemaTopic" -> topic))
 
-  private def applyTable(changes: DataFrame, root: String, name: String, scdType: Int): ApplyResult =
-    try Changes.applyChanges(changes, s"$root/$name", scdType = scdType)
+  /**
+   * `readOnce`: `changes` are the same however often they are read, so the batch need not read
+   * them into a local checkpoint of its own.
+   */
+  private def applyTable(changes: DataFrame, root: String, name: String, scdType: Int,
+      readOnce: Boolean = false): ApplyResult =
+    try DeltaTarget.applyBatch(changes, s"$root/$name", tableLayout(changes, Nil), scdType, None, readOnce)
     catch { case e: IllegalArgumentException if !e.isInstanceOf[ReplicateException] =>
       throw new IllegalArgumentException(s"$name: ${e.getMessage}", e)
     }
 
   def heldPath(root: String, table: String): String = s"$root/${DeltaTarget.StateDir}/held/$table"
 
-  /** Applies each table's `pending` rows up to the boundary and holds the rest. */
+  /**
+   * Applies each table's `pending` rows up to the boundary and holds the rest. The rows are the
+   * same however often they are read: a local checkpoint's ([[withHeld]]), or a held table's, which
+   * nothing writes before they are applied.
+   */
   def applyPending(pending: Map[String, DataFrame], root: String, scdType: Int): Map[String, ApplyResult] = {
     val before = boundary(pending, root, scdType).fold(lit(true))(b => col(ChangeSeq).isNull || col(ChangeSeq) < b)
-    val results = pending.map { case (name, rows) => name -> applyTable(rows.where(before), root, name, scdType) }
+    val results = pending.map { case (name, rows) =>
+      name -> applyTable(rows.where(before), root, name, scdType, readOnce = true)
+    }
     pending.map { case (name, rows) =>
       // Every row from the boundary on is a change: (transaction, event counter) is its identity.
       rows.where(!before).dropDuplicates(TransactionId, TransactionEventCounter).write.format("delta")
