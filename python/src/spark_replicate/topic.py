@@ -38,7 +38,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession, functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
-from spark_replicate.apply import (LAST_APPLIED, STATE_DIR, ApplyResult, _apply_batch, applied_sequences,
+from spark_replicate.apply import (_ABSENT, LAST_APPLIED, STATE_DIR, ApplyResult, _apply_batch, applied_sequences,
                                    applied_since, micro_batch_applier)
 from spark_replicate.cdc import OPERATION, SEQUENCE, table_layout
 from spark_replicate.export import _TableExport, stream_tables
@@ -162,12 +162,15 @@ def _apply_transactions_continuously(spark: SparkSession, path: Paths, target: s
 
 
 def _held_rows(spark: SparkSession, target: str, table: str) -> DataFrame | None:
-    """The rows ``table`` holds, or None before its first file landed."""
+    """The rows ``table`` holds, or None before a run or a cycle first held its rows (any other
+    failure to read them is raised: rows held are never taken for none)."""
     try:
         rows = spark.read.format("delta").load(_held_path(target, table))
         rows.schema  # (Spark Connect analyses a read only when asked)
         return rows
-    except AnalysisException:
+    except AnalysisException as error:
+        if error.getCondition() not in _ABSENT:
+            raise
         return None
 
 
@@ -222,9 +225,10 @@ def _apply_table(changes: DataFrame, target: str, name: str, scd_type: int, read
 
 def _apply_transactions(spark: SparkSession, tables: dict[str, DataFrame], target: str,
                         scd_type: int) -> dict[str, ApplyResult]:
-    _check_transaction_headers(tables)
-    return _apply_pending(spark, {name: _with_held(changes, _held_path(target, name)) for name, changes in tables.items()},
-                          target, scd_type)
+    pending = {name: _with_held(changes, target, name) for name, changes in tables.items()}
+    # (Of the rows read once: rows held passed this check when they were held.)
+    _check_transaction_headers(pending)
+    return _apply_pending(spark, pending, target, scd_type)
 
 
 def _apply_pending(spark: SparkSession, pending: dict[str, DataFrame], target: str,
@@ -249,17 +253,16 @@ def _held_path(target: str, table: str) -> str:
     return f"{target}/{STATE_DIR}/held/{table}"
 
 
-def _with_held(changes: DataFrame, held_path: str) -> DataFrame:
-    """The rows read and the rows held (the columns read first: they carry the keys' metadata),
-    read once: creates the held table, empty, on the first run.
+def _with_held(changes: DataFrame, target: str, table: str) -> DataFrame:
+    """The rows read and the rows ``table`` holds (the columns read first: they carry the keys'
+    metadata), read once.
 
-    The run's steps (the boundary, the table's apply, the rows held anew) take these rows from a
-    local checkpoint, not from the input: a Kafka read evaluated again reads up to the latest
-    offsets again, and a transaction published between two steps would be applied in part (the
-    boundary knew nothing of it). Each table is read once rather than once per step."""
-    changes.limit(0).write.format("delta").mode("ignore").save(held_path)
-    held = changes.sparkSession.read.format("delta").load(held_path)
-    return changes.unionByName(held, allowMissingColumns=True).localCheckpoint()
+    The run's steps (the check of the headers, the boundary, the table's apply, the rows held anew)
+    take these rows from a local checkpoint, not from the input: a Kafka read evaluated again reads
+    up to the latest offsets again, and a transaction published between two steps would be applied
+    in part (the boundary knew nothing of it). Each table is read once rather than once per step."""
+    held = _held_rows(changes.sparkSession, target, table)
+    return (changes if held is None else changes.unionByName(held, allowMissingColumns=True)).localCheckpoint()
 
 
 def _boundary(pending: dict[str, DataFrame], target: str, scd_type: int) -> str | None:

@@ -3,7 +3,7 @@ package io.sparkreplicate.cdc
 import scala.collection.mutable
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import org.apache.spark.sql.{AnalysisException, DataFrame, SparkSession}
+import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException, Trigger}
 
 import io.sparkreplicate.ErrorId
@@ -75,7 +75,7 @@ private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[St
       }
       settled = settled && !landed.contains(true)
       val pending = if (settled) Map.empty[String, DataFrame]
-        else tables.flatMap(table => heldRows(table).map(table -> _)).toMap
+        else tables.flatMap(table => TopicApply.heldRows(spark, root, table).map(table -> _)).toMap
       pending.keys.foreach(begin)
       if (pending.nonEmpty) {
         TopicApply.checkTransactionHeaders(pending)
@@ -95,10 +95,6 @@ private[cdc] final class ContinuousTopicApply(spark: SparkSession, paths: Seq[St
 
   private def begin(table: String): Unit =
     started.getOrElseUpdate(table, DeltaTarget.appliedSince(spark, s"$root/$table", 0).batch)
-
-  private def heldRows(table: String): Option[DataFrame] =
-    try Some(spark.read.format("delta").load(TopicApply.heldPath(root, table)))
-    catch { case _: AnalysisException => None } // before its first file landed
 
   private def applied(held: Map[String, Long]): Map[String, ApplyResult] = started.toMap.map { case (table, batch) =>
     table -> DeltaTarget.appliedSince(spark, s"$root/$table", batch).copy(held = held.getOrElse(table, 0L))

@@ -88,7 +88,7 @@ private[cdc] object DeltaTarget {
    * What reading a Delta table by path raises when it is not made yet: no directory; no log in it; a
    * directory inside a Delta table (the target's), which Delta takes for a partition of that table.
    */
-  private val Absent = Set("PATH_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_INVALID_PARTITION_PATH")
+  private[cdc] val Absent = Set("PATH_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_INVALID_PARTITION_PATH")
 
   /**
    * Staged rows are written once and read whole, a few times, never searched: Parquet's

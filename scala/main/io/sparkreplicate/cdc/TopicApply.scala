@@ -1,6 +1,6 @@
 package io.sparkreplicate.cdc
 
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.{AnalysisException, DataFrame, SparkSession}
 import org.apache.spark.sql.functions._
 
 import io.sparkreplicate.{ErrorId, ReplicateException}
@@ -25,8 +25,9 @@ private[cdc] object TopicApply {
     val tables = tableNames(spark, paths, schemaTopic, options).map(name => name -> spark.read.format("replicate")
       .options(reading).option("table", name).option("layout", "flat").load(paths: _*)).toMap
     if (transactional) {
-      checkTransactionHeaders(tables)
-      applyPending(tables.map { case (name, changes) => name -> withHeld(changes, heldPath(root, name)) }, root, scdType)
+      val pending = tables.map { case (name, changes) => name -> withHeld(changes, root, name) }
+      checkTransactionHeaders(pending) // (of the rows read once: rows held passed it when they were held)
+      applyPending(pending, root, scdType)
     } else tables.map { case (name, changes) => name -> applyTable(changes, root, name, scdType) }
   }
 
@@ -79,6 +80,14 @@ private[cdc] object TopicApply {
   def heldPath(root: String, table: String): String = s"$root/${DeltaTarget.StateDir}/held/$table"
 
   /**
+   * The rows `table` holds, or none before a run or a cycle first held its rows (any other failure
+   * to read them is raised: rows held are never taken for none).
+   */
+  def heldRows(spark: SparkSession, root: String, table: String): Option[DataFrame] =
+    try Some(spark.read.format("delta").load(heldPath(root, table)))
+    catch { case e: AnalysisException if DeltaTarget.Absent(e.getCondition) => None }
+
+  /**
    * Applies each table's `pending` rows up to the boundary and holds the rest. The rows are the
    * same however often they are read: a local checkpoint's ([[withHeld]]), or a held table's, which
    * nothing writes before they are applied.
@@ -97,15 +106,14 @@ private[cdc] object TopicApply {
   }
 
   /**
-   * The rows read and the rows held (the columns read first: they carry the keys' metadata), read
-   * once into a local checkpoint that every step of the run takes them from: a Kafka read
-   * evaluated again reads up to the latest offsets again (as `spark_replicate.topic` explains).
+   * The rows read and the rows `table` holds (the columns read first: they carry the keys'
+   * metadata), read once into a local checkpoint that every step of the run takes them from: a
+   * Kafka read evaluated again reads up to the latest offsets again (as `spark_replicate.topic`
+   * explains).
    */
-  private def withHeld(changes: DataFrame, path: String): DataFrame = {
-    changes.limit(0).write.format("delta").mode("ignore").save(path)
-    changes.unionByName(changes.sparkSession.read.format("delta").load(path), allowMissingColumns = true)
+  private def withHeld(changes: DataFrame, root: String, table: String): DataFrame =
+    heldRows(changes.sparkSession, root, table).fold(changes)(changes.unionByName(_, allowMissingColumns = true))
       .localCheckpoint()
-  }
 
   /**
    * The first change sequence of the oldest incomplete transaction not applied yet. A transaction
