@@ -264,7 +264,7 @@ class _State:
             self.finish(row)
 
     def stage(self, changes: DataFrame, batch: int, stream: tuple[str, int] | None,
-              read_once: bool = False) -> tuple[_LogRow, bool]:
+              read_once: bool) -> tuple[_LogRow, bool]:
         """Replays the batch's fresh changes after the target's rows into ``staged``. Returns the
         log's entry and whether the batch writes anything (rows staged, or a table to make): then
         it is logged staged, for a run that dies to be finished by the next; else only its entry
