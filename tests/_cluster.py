@@ -46,15 +46,31 @@ SESSION_JVM_OPTIONS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocatio
                        "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
 
 
-def short_jvm_env(*confs: str, **variables: str) -> dict[str, str]:
+# Where the run's archive of Spark's classes is (class data sharing: _class_archive.py), once made.
+CLASS_ARCHIVE_VARIABLE = "SPARK_REPLICATE_TEST_CLASS_ARCHIVE"
+
+
+def with_shared_classes(options: str) -> str:
+    """The JVM ``options``, with the run's archive of the classes a Spark JVM loads from pyspark's
+    jars where it is made: a JVM maps them instead of loading and verifying them one by one, which
+    spares each command, driver and cluster daemon seconds of CPU. A JVM whose class path the
+    archive does not match ignores it, silently (the logging options), as one does before it is made."""
+    archive = os.environ.get(CLASS_ARCHIVE_VARIABLE)
+    if not archive or not os.path.isfile(archive):
+        return options
+    return f"{options} -XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def short_jvm_env(*confs: str, driver_options: str = "", **variables: str) -> dict[str, str]:
     """This process's environment for a child that runs Spark briefly: pyspark starts its driver
-    (and a cluster its executors) with :data:`SHORT_JVM_OPTIONS` and the ``key=value`` settings
-    ``confs``; ``variables`` are set too."""
-    settings = [f"spark.executor.extraJavaOptions={SHORT_JVM_OPTIONS}", *confs]
-    submit = ["--driver-java-options", SHORT_JVM_OPTIONS, *(arg for conf in settings for arg in ("--conf", conf)),
-              "pyspark-shell"]
+    (and a cluster its executors) with :data:`SHORT_JVM_OPTIONS` (and ``driver_options``) and the
+    ``key=value`` settings ``confs``; ``variables`` are set too."""
+    options = with_shared_classes(SHORT_JVM_OPTIONS)
+    settings = [f"spark.executor.extraJavaOptions={options}", *confs]
+    submit = ["--driver-java-options", f"{options} {driver_options}".strip(),
+              *(arg for conf in settings for arg in ("--conf", conf)), "pyspark-shell"]
     return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_SUBMIT_ARGS": shlex.join(submit),
-            "SPARK_DAEMON_JAVA_OPTS": SHORT_JVM_OPTIONS, **variables}
+            "SPARK_DAEMON_JAVA_OPTS": options, **variables}
 
 
 def python_group(code: str, *args: str, env: dict[str, str] | None = None, **streams) -> subprocess.Popen:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-from _cluster import SHORT_JVM_OPTIONS, SPARK_HOME, Daemon, free_port, listening, spark_class, wait_for
+from _cluster import (SHORT_JVM_OPTIONS, SPARK_HOME, Daemon, free_port, listening, spark_class, wait_for,
+                      with_shared_classes)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -35,7 +36,8 @@ def connect_server(workdir: Path, *, master: str = "local[2]", jars: list[str] =
         settings["spark.sql.extensions"] = ",".join(
             ["io.sparkreplicate.ReplicateExtensions", *filter(None, [settings.get("spark.sql.extensions")])])
     # The server runs a few dozen small queries in a run: short-lived work, as a command's is.
-    args = ["--class", SERVER_CLASS, "--master", master, "--driver-java-options", SHORT_JVM_OPTIONS,
+    args = ["--class", SERVER_CLASS, "--master", master,
+            "--driver-java-options", with_shared_classes(SHORT_JVM_OPTIONS),
             *(["--jars", ",".join(jars)] if jars else [])]
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]

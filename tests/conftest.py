@@ -28,7 +28,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, DateType, Deci
                                IntegerType, LongType, StringType, TimestampType)
 
 import spark_replicate
-from _cluster import SESSION_JVM_OPTIONS, SHORT_JVM_OPTIONS, short_jvm_env
+from _cluster import SESSION_JVM_OPTIONS, SHORT_JVM_OPTIONS, short_jvm_env, with_shared_classes
 from spark_replicate._delta import DELTA_CATALOG, DELTA_EXTENSION, DELTA_PACKAGES, delta_package
 from spark_replicate.generate import (ColumnDef, DataMessage, LandingZone, TableDef, decimal_type, default_tables,
                                       expected_value, generate_landing_zone, mask_ordinals)
@@ -174,17 +174,23 @@ def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
 
 
 def pytest_sessionstart(session):
-    """With several workers (pytest-xdist), resolves the Maven packages their sessions need once,
-    before they start: two JVMs resolving into an empty Ivy cache at the same moment (a fresh
-    machine, as CI's) read each other's half-written downloads, and neither session starts."""
+    """With several workers (pytest-xdist), starts the run's first session before they start: it
+    resolves the Maven packages their sessions need, then makes the run's archive of Spark's
+    classes in the background (_class_archive.py)."""
     workers = session.config.getoption("numprocesses", None)
     if hasattr(session.config, "workerinput") or workers in (None, 0, 1):
         return
-    warm_up = (f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); from conftest import session_builder; "
-               f"session_builder('local[1]', kafka={KAFKA_SOURCE}).getOrCreate().stop()")
-    done = subprocess.run([sys.executable, "-c", warm_up], capture_output=True, text=True, env=short_jvm_env())
-    if done.returncode:
-        raise RuntimeError(f"resolving the test sessions' Maven packages failed:\n{done.stderr[-5000:]}")
+    from _class_archive import ClassArchive
+    session.config.stash[_CLASS_ARCHIVE] = ClassArchive(kafka=KAFKA_SOURCE)
+
+
+def pytest_unconfigure(config):
+    archive = config.stash.get(_CLASS_ARCHIVE, None)
+    if archive is not None:
+        archive.stop()
+
+
+_CLASS_ARCHIVE = pytest.StashKey["ClassArchive"]()
 
 
 # Fewer tests than this in a run: its session's JVM is short-lived (SHORT_JVM_OPTIONS).
@@ -202,7 +208,8 @@ def spark(tmp_path_factory, request):
     # short-lived work; a whole run's sessions run hundreds of jobs each, where C2 pays off for
     # what stays hot (SESSION_JVM_OPTIONS).
     few = len(request.session.items) < FEW_TESTS
-    builder = builder.config("spark.driver.extraJavaOptions", SHORT_JVM_OPTIONS if few else SESSION_JVM_OPTIONS)
+    builder = builder.config("spark.driver.extraJavaOptions",
+                             with_shared_classes(SHORT_JVM_OPTIONS if few else SESSION_JVM_OPTIONS))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
