@@ -7,9 +7,9 @@ it does anything: seconds of CPU each, on a machine whose two cores bound the su
 started with ``-XX:ArchiveClassesAtExit`` writes the classes it loaded into an archive when its
 JVM exits, and a JVM given the archive (``_cluster.with_shared_classes``) maps them instead: a
 process that started a session and applied one small table took 18.6 s instead of 27.6 s. The
-tests' own two sessions start before the archive is made, and do without it. The classes of ``--packages`` (Delta,
-Spark's Kafka source) and of the connector's jar are not archived: Spark loads them with a class
-loader of its own.
+tests' own two sessions start before the archive is made, and do without it. The classes of
+``--packages`` (Delta, Spark's Kafka source) and of the connector's jar are not archived: Spark
+loads them with a class loader of its own.
 
 Run as a script, this is that first session: it resolves the sessions' Maven packages (two JVMs
 resolving into an empty Ivy cache at the same moment, as on a fresh machine, read each other's

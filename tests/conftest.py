@@ -173,6 +173,10 @@ def session_builder(master: str, kafka: bool = False) -> SparkSession.Builder:
     return spark_replicate.configure_spark(builder, kafka=kafka, delta=DELTA)
 
 
+# The run's archive of Spark's classes, kept by the controller of a run of several workers.
+_CLASS_ARCHIVE = pytest.StashKey["ClassArchive"]()
+
+
 def pytest_sessionstart(session):
     """With several workers (pytest-xdist), starts the run's first session before they start: it
     resolves the Maven packages their sessions need, then makes the run's archive of Spark's
@@ -188,9 +192,6 @@ def pytest_unconfigure(config):
     archive = config.stash.get(_CLASS_ARCHIVE, None)
     if archive is not None:
         archive.stop()
-
-
-_CLASS_ARCHIVE = pytest.StashKey["ClassArchive"]()
 
 
 # Fewer tests than this in a run: its session's JVM is short-lived (SHORT_JVM_OPTIONS).
