@@ -1,8 +1,8 @@
 """``apply_changes`` into real Delta Lake tables (README "Applying changes") against the truth of
 the generator's simulated source database (``LandingZone.final_state`` and ``history``), never
 derived from the reader: in one batch, in three, from shuffled files some delivered twice, with
-partial column masks and key-changing UPDATEs, after a SIGKILL while a batch writes, and as a stream
-stopped and restarted. The Scala twin (``io.sparkreplicate.cdc.Changes.applyChanges``) meets the
+partial column masks and key-changing UPDATEs, after a SIGKILL while a batch writes, as a stream
+stopped and restarted, and into a target with deletion vectors. The Scala twin (``io.sparkreplicate.cdc.Changes.applyChanges``) meets the
 same truth through the JVM.
 """
 
@@ -30,6 +30,7 @@ from spark_replicate.apply import (APP_ID_PREFIX, APP_ID_PROPERTY, MERGE_MATERIA
                                    ApplyResult, _State, _apply_batch)
 from spark_replicate.cdc import KEY_POSITION, table_layout
 from spark_replicate.generate import default_tables, generate_landing_zone, mask_ordinals
+from spark_replicate.session import session_setting
 
 TABLES = ["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS"]
 needs_delta = pytest.mark.skipif(not DELTA, reason="no Delta Lake release serves this Spark minor")
@@ -178,6 +179,33 @@ def tagged_writes(table) -> list[tuple[str, int] | None]:
 
 def delta_version(spark, target) -> int:
     return spark.sql(f"DESCRIBE HISTORY delta.`{target}` LIMIT 1").first()["version"]
+
+
+# Delta's session default for the deletion vectors of tables made from then on (README "Applying changes": Speed).
+DELETION_VECTORS_DEFAULT = "spark.databricks.delta.properties.defaults.enableDeletionVectors"
+
+
+@needs_delta
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+def test_a_target_made_with_deletion_vectors_takes_later_batches_without_copying_rows(spark, zone, tmp_path,
+                                                                                      implementation):
+    """A target made under the session's default for deletion vectors has them, and a later batch's
+    MERGE marks the rows it replaces or deletes instead of copying the rest of their files; reading
+    the target's rows for the next batch skips the marked ones, so the table equals the source."""
+    table, target = "SALES.ORDERS", tmp_path / "orders"
+    first, *later = in_commit_order(read_table(spark, zone, table), 3)
+    with session_setting(spark, DELETION_VECTORS_DEFAULT, "true"):
+        apply(implementation, first, target)
+    for batch in later:
+        apply(implementation, batch, target)
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+    properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{target}`").collect()}
+    assert properties.get("delta.enableDeletionVectors") == "true"
+    merges = [r.operationMetrics for r in spark.sql(f"DESCRIBE HISTORY delta.`{target}`").collect()
+              if r.operation == "MERGE"]
+    assert len(merges) == len(later)
+    assert all(m["numTargetRowsCopied"] == "0" for m in merges)
+    assert sum(int(m["numTargetDeletionVectorsAdded"]) for m in merges) > 0
 
 
 @needs_delta
