@@ -2,8 +2,8 @@
 the generator's simulated source database (``LandingZone.final_state`` and ``history``), never
 derived from the reader: in one batch, in three, from shuffled files some delivered twice, with
 partial column masks and key-changing UPDATEs, after a SIGKILL while a batch writes, as a stream
-stopped and restarted, and into a target with deletion vectors. The Scala twin (``io.sparkreplicate.cdc.Changes.applyChanges``) meets the
-same truth through the JVM.
+stopped and restarted, and into a target with deletion vectors. The Scala twin
+(``io.sparkreplicate.cdc.Changes.applyChanges``) meets the same truth through the JVM.
 """
 
 from __future__ import annotations
