@@ -144,7 +144,12 @@ def log_table(target) -> str:
 
 
 def log_properties(spark, target) -> dict[str, str]:
-    return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {log_table(target)}").collect()}
+    return table_properties(spark, log_table(target))
+
+
+def table_properties(spark, table: str) -> dict[str, str]:
+    """The properties of the table of SQL name ``table``."""
+    return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
 
 
 @needs_delta
@@ -199,8 +204,7 @@ def test_a_target_made_with_deletion_vectors_takes_later_batches_without_copying
     for batch in later:
         apply(implementation, batch, target)
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
-    properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{target}`").collect()}
-    assert properties.get("delta.enableDeletionVectors") == "true"
+    assert table_properties(spark, f"delta.`{target}`").get("delta.enableDeletionVectors") == "true"
     merges = [r.operationMetrics for r in spark.sql(f"DESCRIBE HISTORY delta.`{target}`").collect()
               if r.operation == "MERGE"]
     assert len(merges) == len(later)
