@@ -27,7 +27,7 @@ from conftest import (DELTA, TESTS_DIR, assert_same_rows, collect_plain, evolvin
 from spark_replicate._delta import DELTA_PACKAGES, delta_package
 from spark_replicate._jar import ReplicateSetupError
 from spark_replicate.apply import (APP_ID_PREFIX, APP_ID_PROPERTY, MERGE_MATERIALIZE_SOURCE, TXN_APP_ID, TXN_VERSION,
-                                   ApplyResult, _State, _apply_batch)
+                                   ApplyResult, _State, _apply_batch, _path_name)
 from spark_replicate.cdc import KEY_POSITION, table_layout
 from spark_replicate.generate import default_tables, generate_landing_zone, mask_ordinals
 from spark_replicate.session import session_setting
@@ -140,7 +140,7 @@ def logged(spark, target) -> list[tuple[int, str]]:
 
 def log_table(target) -> str:
     """The SQL name of the batches log kept beside ``target``."""
-    return f"delta.`{target}/_spark_replicate/batches`"
+    return _path_name(f"{target}/_spark_replicate/batches")
 
 
 def log_properties(spark, target) -> dict[str, str]:
@@ -183,7 +183,7 @@ def tagged_writes(table) -> list[tuple[str, int] | None]:
 
 
 def delta_version(spark, target) -> int:
-    return spark.sql(f"DESCRIBE HISTORY delta.`{target}` LIMIT 1").first()["version"]
+    return spark.sql(f"DESCRIBE HISTORY {_path_name(str(target))} LIMIT 1").first()["version"]
 
 
 # Delta's session default for the deletion vectors of tables made from then on (README "Applying changes": Speed).
@@ -204,9 +204,9 @@ def test_a_target_made_with_deletion_vectors_takes_later_batches_without_copying
     for batch in later:
         apply(implementation, batch, target)
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
-    assert table_properties(spark, f"delta.`{target}`").get("delta.enableDeletionVectors") == "true"
-    merges = [r.operationMetrics for r in spark.sql(f"DESCRIBE HISTORY delta.`{target}`").collect()
-              if r.operation == "MERGE"]
+    name = _path_name(str(target))
+    assert table_properties(spark, name).get("delta.enableDeletionVectors") == "true"
+    merges = [r.operationMetrics for r in spark.sql(f"DESCRIBE HISTORY {name}").collect() if r.operation == "MERGE"]
     assert len(merges) == len(later)
     assert all(m["numTargetRowsCopied"] == "0" for m in merges)
     assert sum(int(m["numTargetDeletionVectorsAdded"]) for m in merges) > 0
@@ -414,9 +414,9 @@ def test_a_micro_batch_run_again_is_not_applied_again(spark, zone, tmp_path, esc
     stream = ("s3a://lake/it's a \\ check\\'point, café", 0)
     with spark_conf(spark, {"spark.sql.parser.escapedStringLiterals": escaped_literals}):
         first = _apply_batch(changes, target, layout, 1, stream=stream)
-        version = spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0]
+        version = delta_version(spark, target)
         assert _apply_batch(changes, target, layout, 1, stream=stream) == first
-    assert spark.sql(f"DESCRIBE HISTORY delta.`{target}`").agg(F.max("version")).first()[0] == version
+    assert delta_version(spark, target) == version
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
 
 
