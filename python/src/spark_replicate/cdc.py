@@ -119,9 +119,11 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     keys, values = layout.keys, layout.values
     # The flags of a row (whether it moves to a new key, sets every column, has a mask naming every
     # column) are written into each expression that needs them, not made columns of a projection of
-    # their own: subexpression elimination computes each once per row all the same, while that
-    # projection copied every column of the input once more (code this long runs outside whole-stage
-    # code generation, where each projection makes its own rows; README: Speed).
+    # their own, which copied every column of the input once more (code this long runs outside
+    # whole-stage code generation, where each projection makes its own rows; README: Speed).
+    # Subexpression elimination leaves out what only a branch evaluates, so a flag is tested once
+    # per struct, not within each of its fields: with ``moved`` in every field's condition, a row
+    # tested it (reading the before-image) once per column.
     before = quote(_BEFORE)
     moved = (f"({OPERATION} = 'UPDATE' AND {before} IS NOT NULL AND NOT ("
              + " AND ".join(f"{before}.{quote(k)} <=> {quote(k)}" for k in keys) + "))")
@@ -133,15 +135,16 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
         return f"array_contains({_PRESENT}, {sql_string(column)})"
 
     # A moved row starts from its before-image for the columns its mask leaves out.
-    full_values = [f"CASE WHEN {moved} AND NOT ({all_present} OR {in_mask(c)}) THEN {before}.{quote(c)} "
-                   f"ELSE {quote(c)} END" for c in values]
+    moved_values = [f"CASE WHEN {in_mask(c)} THEN {quote(c)} ELSE {before}.{quote(c)} END" for c in values]
+    as_given = full_struct(list(map(quote, values)))
+    full = f"CASE WHEN {moved} AND NOT {all_present} THEN {full_struct(moved_values)} ELSE {as_given} END"
     sets_all = f"({whole_row} OR {all_present})"
     masks = "".join(f"'m{w}', " + " | ".join(f"IF({in_mask(c)}, {bit(i)}, 0L)" for i, c in enumerate(values)
                                              if i // 64 == w) + ", " for w in range(mask_words(layout)))
-    partial = f"named_struct({masks}'v', {full_struct(list(map(quote, values)))})"
+    partial = f"named_struct({masks}'v', {as_given})"
     events = changes.selectExpr(
         *map(quote, keys), SEQUENCE, OPERATION, f"1 AS {RANK}", f"false AS {DERIVED}",
-        f"CASE WHEN {sets_all} THEN {full_struct(full_values)} END AS {FULL}",
+        f"CASE WHEN {sets_all} THEN {full} END AS {FULL}",
         f"CASE WHEN NOT {sets_all} THEN {partial} END AS {PARTIAL}")
     moved_away = changes.where(moved).selectExpr(  # (the union gives the nulls the events' types)
         *(f"{before}.{quote(k)} AS {quote(k)}" for k in keys), SEQUENCE, f"'{DELETE}' AS {OPERATION}",

@@ -160,9 +160,11 @@ object Changes {
     val (keys, values) = (layout.keys, layout.values)
     // The flags of a row (whether it moves to a new key, sets every column, has a mask naming every
     // column) are written into each expression that needs them, not made columns of a projection of
-    // their own: subexpression elimination computes each once per row all the same, while that
-    // projection copied every column of the input once more (code this long runs outside whole-stage
-    // code generation, where each projection makes its own rows).
+    // their own, which copied every column of the input once more (code this long runs outside
+    // whole-stage code generation, where each projection makes its own rows). Subexpression
+    // elimination leaves out what only a branch evaluates, so a flag is tested once per struct, not
+    // within each of its fields: with `moved` in every field's condition, a row tested it (reading
+    // the before-image) once per column.
     val before = col(BeforeImage)
     val moved = col(Operation) === "UPDATE" && before.isNotNull &&
       !keys.map(k => before.getField(k) <=> quoted(k)).reduce(_ && _)
@@ -171,15 +173,16 @@ object Changes {
     val allPresent = col(PresentColumns).isNull || size(col(PresentColumns)) === layout.columns.size
     def inMask(name: String): Column = array_contains(col(PresentColumns), name)
     // A moved row starts from its before-image for the columns its mask leaves out.
-    val fullValues = values.map(c => when(moved && !(allPresent || inMask(c)), before.getField(c))
-      .otherwise(quoted(c)))
+    val movedValues = values.map(c => when(inMask(c), quoted(c)).otherwise(before.getField(c)))
+    val asGiven = fullStruct(values.map(quoted))
+    val full = when(moved && !allPresent, fullStruct(movedValues)).otherwise(asGiven)
     val masks = values.zipWithIndex.grouped(64).zipWithIndex.map { case (word, w) =>
       word.map { case (c, i) => when(inMask(c), bit(i)).otherwise(lit(0L)) }.reduce(_ bitwiseOR _).as(s"m$w")
     }.toSeq
-    val partial = struct(masks :+ fullStruct(values.map(quoted)).as("v"): _*)
+    val partial = struct(masks :+ asGiven.as("v"): _*)
     val setsAll = wholeRow || allPresent
     val events = changes.select(keys.map(quoted) ++ Seq(col(ChangeSeq), col(Operation), lit(1).as(Rank),
-      lit(false).as(Derived), when(setsAll, fullStruct(fullValues)).as(Full),
+      lit(false).as(Derived), when(setsAll, full).as(Full),
       when(!setsAll, partial).as(Partial)): _*)
     val movedAway = changes.where(moved).select(keys.map(k => before.getField(k).as(k)) ++
       Seq(col(ChangeSeq), lit(Delete).as(Operation), lit(1).as(Rank), lit(true).as(Derived)) ++
