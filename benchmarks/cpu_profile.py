@@ -19,8 +19,10 @@ READER_PARTS = [
      lambda f: f.startswith("io/sparkreplicate/catalyst/MaskNames")),
     ("files", "reading the files and cutting their container blocks into messages (io.sparkreplicate.files)",
      lambda f: f.startswith("io/sparkreplicate/files/")),
-    # The reader's row holds where each string lies; its UTF8String is made when Spark's copy reads it.
-    ("strings", "making each string's UTF8String as Spark's copy reads the reader's row (StringSlot)",
+    # The reader's row holds where each string lies; Spark's copy reads it through the slot's one
+    # UTF8String, pointed at the bytes then (a new one per value on a Spark without the fields it sets).
+    ("strings", "pointing each string slot's UTF8String at its bytes as Spark's copy reads the reader's row "
+                "(StringSlot, StringView)",
      lambda f: f.startswith("io/sparkreplicate/catalyst/StringSlot.boxed")),
     ("decode", "decoding envelope, headers and payload into the reader's reused row (the rest of io.sparkreplicate)",
      lambda f: f.startswith("io/sparkreplicate/")),

@@ -441,13 +441,13 @@ def time_budget(r: dict) -> list[str]:
                           for key, n in outside.items()) + ".", ""]
     bound = TARGETS["connector_vs_floor"][1]
     if connector_s > bound * floor_s:
-        # The strings' UTF8Strings are made as the copy reads them: part of the copy, whatever row is read.
+        # The strings' UTF8Strings are pointed at as the copy reads them: part of the copy, whatever row is read.
         copy_s = seconds["copy"] + seconds["strings"]
         budget = bound * floor_s - copy_s
         lines += [
             f"Within {bound}x the floor (the target) means {bound * floor_s:.3f} s. Spark's copy into UnsafeRows "
-            f"alone (with the strings' UTF8Strings it reads) takes {copy_s / floor_s:.2f}x the floor; it is not "
-            "the reader's to avoid, since Spark puts an UnsafeProjection after every row-based DSv2 scan. That leaves "
+            f"alone (with pointing the strings' UTF8Strings it reads) takes {copy_s / floor_s:.2f}x the floor; it "
+            "is not the reader's to avoid, since Spark puts an UnsafeProjection after every row-based DSv2 scan. That leaves "
             f"{budget:.3f} s for the reader and the task loop, which take {connector_s - copy_s:.3f} s now "
             f"({(connector_s - copy_s) / budget:.1f}x that budget).",
             "",

@@ -23,7 +23,7 @@ def test_each_sample_goes_to_the_first_matching_part(tmp_path):
         f"{TASK};{STAGE};{READER};io/sparkreplicate/files/AvroContainerSource.next;_copy_to_iter_[k]": 5,
         f"{TASK};{STAGE};{READER};io/sparkreplicate/catalyst/ChangeRowDecoder.decode;"
         "io/sparkreplicate/codec/Utf8Validator$.isValid": 7,
-        # A string's UTF8String is made in the copy's call into the reader's row: it counts apart.
+        # A string's UTF8String is pointed at (or made) in the copy's call into the reader's row: it counts apart.
         f"{TASK};{STAGE};org/apache/spark/sql/catalyst/expressions/SpecificInternalRow.getUTF8String;"
         "io/sparkreplicate/catalyst/StringSlot.boxed;org/apache/spark/unsafe/types/UTF8String.fromAddress": 31,
         f"{TASK};{STAGE};org/apache/spark/sql/catalyst/expressions/codegen/UnsafeWriter.write;"

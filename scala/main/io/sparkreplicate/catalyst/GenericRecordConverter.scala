@@ -1,7 +1,7 @@
 package io.sparkreplicate.catalyst
 
 import org.apache.avro.Schema
-import org.apache.spark.sql.types.{StructField, StructType}
+import org.apache.spark.sql.types.{StringType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.DecodeOptions
@@ -41,7 +41,9 @@ final class GenericRecordConverter(writer: Schema, version: TableVersion, out: R
     var i = 0
     while (i < headerCopies.length) {
       val (source, target, dataType) = headerCopies(i)
-      if (from.isNullAt(source)) row.setNullAt(target) else row.update(target, from.get(source, dataType))
+      if (from.isNullAt(source)) row.setNullAt(target)
+      else if (dataType == StringType) StringSlot.of(row, target).assign(StringSlot.of(from, source))
+      else row.update(target, from.get(source, dataType))
       i += 1
     }
     i = 0

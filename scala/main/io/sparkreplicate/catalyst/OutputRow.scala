@@ -2,7 +2,7 @@ package io.sparkreplicate.catalyst
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, SpecificInternalRow}
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types.{DataType, StringType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{Redaction, ReplicateException}
@@ -82,7 +82,9 @@ final class OutputRow(required: StructType, val layout: TableLayout, corruptColu
       val target = slots(i)
       if (target >= 0) {
         val t: DataType = layout.columns(i).dataType
-        if (from.isNullAt(i)) to.setNullAt(target) else to.update(target, from.get(i, t))
+        if (from.isNullAt(i)) to.setNullAt(target)
+        else if (t == StringType) StringSlot.of(to, target).assign(StringSlot.of(from, i))
+        else to.update(target, from.get(i, t))
       }
       i += 1
     }

@@ -10,11 +10,12 @@ import io.sparkreplicate.codec.SliceDecoder
 
 /**
  * A string slot of the reader's row that holds where the string's bytes lie rather than a
- * UTF8String: decoding a string sets three fields and allocates nothing. The UTF8String is made
- * when the row is read, which Spark does once per row as it copies it into an UnsafeRow (the
- * projection above every row-based scan, and above its filters, so a row they drop never makes
- * one). The bytes are the message's own, valid until the next message, as every value of the
- * reused row is.
+ * UTF8String: decoding a string sets three fields and allocates nothing. Reading the row, which
+ * Spark does once per row as it copies it into an UnsafeRow (the projection above every row-based
+ * scan, and above its filters), gets the slot's one [[StringView]] pointed at the bytes, not a new
+ * UTF8String. The bytes are the message's own, valid until the next message, as every value of the
+ * reused row is; so is the view, which the next message moves: what keeps a value copies the row
+ * ([[copy]] makes a string of its own), or takes the slot's place ([[assign]]).
  *
  * The slot keeps the decoder, not its array, which the row is read from: a reference stored into
  * this long-lived object costs the garbage collector's write barrier (6% of the decoder's time
@@ -30,18 +31,30 @@ private[catalyst] final class StringSlot extends MutableValue {
   private var length = 0
   /** A UTF8String written whole (an enum symbol, the schema id): handed out as it is, not made again. */
   private var whole: UTF8String = _
+  /** What reading the slot returns, pointed at its bytes (null: a new UTF8String each time). */
+  private val view: UTF8String = StringView.create()
 
   /** The bytes at `at` in the array `in` reads now. */
-  def set(in: SliceDecoder, at: Int, n: Int): Unit = {
+  def set(in: SliceDecoder, at: Int, n: Int): Unit = setAddress(in, Platform.BYTE_ARRAY_OFFSET + at.toLong, n)
+
+  private def setAddress(in: SliceDecoder, address: Long, n: Int): Unit = {
     if (source ne in) source = in
     if (whole ne null) whole = null
-    offset = Platform.BYTE_ARRAY_OFFSET + at.toLong
+    offset = address
     length = n
     isNull = false
   }
 
   override def boxed: Any =
-    if (isNull) null else if (whole ne null) whole else UTF8String.fromAddress(source.array, offset, length)
+    if (isNull) null else if (whole ne null) whole
+    else if (view ne null) StringView.point(view, source.array, offset, length)
+    else UTF8String.fromAddress(source.array, offset, length)
+
+  /** `other`'s value, where it lies: not its view, which its next message moves. */
+  def assign(other: StringSlot): Unit =
+    if (other.isNull) isNull = true
+    else if (other.whole ne null) update(other.whole)
+    else setAddress(other.source, other.offset, other.length)
 
   override def update(v: Any): Unit = {
     val s = v.asInstanceOf[UTF8String]
@@ -49,10 +62,13 @@ private[catalyst] final class StringSlot extends MutableValue {
     isNull = false
   }
 
-  /** A slot holding the string where it lies now, which the decoder's next message does not move. */
+  /**
+   * A slot holding the string where it lies now (which the decoder's next message does not move)
+   * as a UTF8String of its own.
+   */
   override def copy(): StringSlot = {
     val c = new StringSlot
-    if (!isNull) c.update(boxed)
+    if (!isNull) c.update(if (whole ne null) whole else UTF8String.fromAddress(source.array, offset, length))
     c
   }
 }

@@ -265,6 +265,39 @@ class ColumnStepSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     assert(slot.copy().isNull && slot.copy().boxed == null)
   }
 
+  test("a string slot hands out one view, re-pointed per value, with nothing worked out for the last value kept") {
+    val row = StringSlot.row(Seq(StringType))
+    val slot = StringSlot.of(row, 0)
+    val in = new SliceDecoder().reset("héllo wörld".getBytes(UTF_8), 0, "héllo wörld".getBytes(UTF_8).length)
+    slot.set(in, 0, 6) // "héllo"
+    val first = row.getUTF8String(0)
+    // What Spark caches in a UTF8String once asked: its characters, validity, ASCII-ness.
+    assert(first.numChars == 5 && first.isValid && !first.isFullAscii && first.toString == "héllo")
+    slot.set(in, 7, 6) // "wörld"
+    val second = row.getUTF8String(0)
+    assert(second eq first, "one view per slot")
+    assert(second.numChars == 5 && second.toString == "wörld")
+    in.reset("ab".getBytes(UTF_8), 0, 2)
+    slot.set(in, 0, 2)
+    assert(row.getUTF8String(0).numChars == 2 && row.getUTF8String(0).isFullAscii, "the caches of the last value are reset")
+    assert(row.getUTF8String(0).toUpperCase.toString == "AB")
+  }
+
+  test("a slot assigned from another keeps the value where it lies once the other's view moves on") {
+    val (from, to) = (StringSlot.row(Seq(StringType)), StringSlot.row(Seq(StringType)))
+    val in = new SliceDecoder().reset("onetwo".getBytes(UTF_8), 0, 6)
+    StringSlot.of(from, 0).set(in, 0, 3)
+    StringSlot.of(to, 0).assign(StringSlot.of(from, 0))
+    StringSlot.of(from, 0).set(in, 3, 3)
+    assert(from.getUTF8String(0).toString == "two" && to.getUTF8String(0).toString == "one")
+    StringSlot.of(from, 0).update(UTF8String.fromString("whole"))
+    StringSlot.of(to, 0).assign(StringSlot.of(from, 0))
+    assert(to.getUTF8String(0).toString == "whole")
+    StringSlot.of(from, 0).isNull = true
+    StringSlot.of(to, 0).assign(StringSlot.of(from, 0))
+    assert(to.isNullAt(0))
+  }
+
   test("decimal text: the allocation-free parse agrees with BigDecimal's on any text, value or error") {
     val alphabet = Gen.frequency(10 -> Gen.numChar, 2 -> Gen.const('.'), 1 -> Gen.oneOf('-', '+', 'e', 'E', ' ', 'x'))
     val texts = Gen.oneOf(Gen.listOf(alphabet).map(_.mkString), decimalText(18, 4), decimalText(20, 2),
