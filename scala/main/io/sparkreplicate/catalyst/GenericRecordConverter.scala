@@ -1,7 +1,7 @@
 package io.sparkreplicate.catalyst
 
 import org.apache.avro.Schema
-import org.apache.spark.sql.types.{StringType, StructField, StructType}
+import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.DecodeOptions
@@ -29,7 +29,7 @@ final class GenericRecordConverter(writer: Schema, version: TableVersion, out: R
       (if (beforeSlot >= 0) Seq(StructField(C.BeforeImage, layout.struct)) else Nil)), layout, corruptColumn = "")
   private val decode = new DataRecordConverter(writer, version, flat, options.typing)
   private val images = new VariantRows(layout.struct)
-  private val headerCopies = headers.map(h => (flat.slot(h.name), out.slot(h.name), h.dataType)).toArray
+  private val headerCopies = new SlotCopy(flat.row, row, headers.map(h => (flat.slot(h.name), out.slot(h.name), h.dataType)))
   private val names = Seq(C.SchemaName -> version.lineage.schema, C.TableName -> version.lineage.table)
     .map { case (column, value) => (out.slot(column), UTF8String.fromString(value)) }.filter(_._1 >= 0).toArray
 
@@ -38,15 +38,8 @@ final class GenericRecordConverter(writer: Schema, version: TableVersion, out: R
   override def convert(in: SliceDecoder): Unit = {
     decode.convert(in)
     val from = flat.row
+    headerCopies()
     var i = 0
-    while (i < headerCopies.length) {
-      val (source, target, dataType) = headerCopies(i)
-      if (from.isNullAt(source)) row.setNullAt(target)
-      else if (dataType == StringType) StringSlot.of(row, target).assign(StringSlot.of(from, source))
-      else row.update(target, from.get(source, dataType))
-      i += 1
-    }
-    i = 0
     while (i < names.length) { row.update(names(i)._1, names(i)._2); i += 1 }
     if (dataSlot >= 0) row.update(dataSlot, images.toVariant(from))
     if (beforeSlot >= 0) {

@@ -2,7 +2,7 @@ package io.sparkreplicate.catalyst
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, SpecificInternalRow}
-import org.apache.spark.sql.types.{DataType, StringType, StructType}
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.unsafe.types.UTF8String
 
 import io.sparkreplicate.{Redaction, ReplicateException}
@@ -68,25 +68,18 @@ final class OutputRow(required: StructType, val layout: TableLayout, corruptColu
   val before: SpecificInternalRow = StringSlot.row(beforeType.fields.map(_.dataType).toIndexedSeq)
   val beforeColumns: SpecificInternalRow = StringSlot.row(layout.columns.map(_.dataType))
 
+  private val beforeStructSlots = layout.columns.map(c => beforeType.fieldNames.indexOf(c.name)).toArray
+  private val toImage = copyColumns(row, columnSlots)
+  private val toStruct = copyColumns(before, beforeStructSlots)
+
   /** Copies the table columns of `beforeColumns` into the row image, the rare `data` = null case. */
-  def beforeColumnsAsImage(): Unit = copyColumns(beforeColumns, row, columnSlots)
+  def beforeColumnsAsImage(): Unit = toImage()
 
   /** Copies `beforeColumns` into the (maybe pruned) before-image struct. */
-  def beforeColumnsAsStruct(): Unit = copyColumns(beforeColumns, before, beforeStructSlots)
+  def beforeColumnsAsStruct(): Unit = toStruct()
 
-  private val beforeStructSlots = layout.columns.map(c => beforeType.fieldNames.indexOf(c.name)).toArray
-
-  private def copyColumns(from: SpecificInternalRow, to: SpecificInternalRow, slots: Array[Int]): Unit = {
-    var i = 0
-    while (i < slots.length) {
-      val target = slots(i)
-      if (target >= 0) {
-        val t: DataType = layout.columns(i).dataType
-        if (from.isNullAt(i)) to.setNullAt(target)
-        else if (t == StringType) StringSlot.of(to, target).assign(StringSlot.of(from, i))
-        else to.update(target, from.get(i, t))
-      }
-      i += 1
-    }
-  }
+  /** The copy of `beforeColumns` into `to`, column i into its slot `slots(i)` (none where -1). */
+  private def copyColumns(to: SpecificInternalRow, slots: Array[Int]): SlotCopy =
+    new SlotCopy(beforeColumns, to,
+      slots.indices.filter(slots(_) >= 0).map(i => (i, slots(i), layout.columns(i).dataType)))
 }

@@ -48,7 +48,10 @@ private[catalyst] final class StringSlot extends MutableValue {
   override def boxed: Any =
     if (isNull) null else if (whole ne null) whole
     else if (view ne null) StringView.point(view, source.array, offset, length)
-    else UTF8String.fromAddress(source.array, offset, length)
+    else ownString
+
+  /** A UTF8String of its own where the bytes lie. */
+  private def ownString: UTF8String = UTF8String.fromAddress(source.array, offset, length)
 
   /** `other`'s value, where it lies: not its view, which its next message moves. */
   def assign(other: StringSlot): Unit =
@@ -68,7 +71,7 @@ private[catalyst] final class StringSlot extends MutableValue {
    */
   override def copy(): StringSlot = {
     val c = new StringSlot
-    if (!isNull) c.update(if (whole ne null) whole else UTF8String.fromAddress(source.array, offset, length))
+    if (!isNull) c.update(if (whole ne null) whole else ownString)
     c
   }
 }
