@@ -31,6 +31,8 @@ lazy val root = (project in file("."))
     Test / resourceDirectory := baseDirectory.value / "scala" / "test-resources",
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint:_,-byname-implicit",
       "-Wunused:imports,privates,locals,patvars", "-Werror", "-release", "17"),
+    // StringView is Java for its static finals; it is held to the same standard.
+    Compile / compile / javacOptions ++= Seq("-Xlint:all", "-Werror", "--release", "17"),
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
       // Reading Kafka delegates to Spark's own Kafka source, found by name at run time (the user

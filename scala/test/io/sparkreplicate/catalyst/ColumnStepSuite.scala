@@ -281,6 +281,10 @@ class ColumnStepSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     slot.set(in, 0, 2)
     assert(row.getUTF8String(0).numChars == 2 && row.getUTF8String(0).isFullAscii, "the caches of the last value are reset")
     assert(row.getUTF8String(0).toUpperCase.toString == "AB")
+    in.reset(Array[Byte](0x61, 0xff.toByte), 0, 2)
+    slot.set(in, 0, 2)
+    assert(!row.getUTF8String(0).isValid && row.getUTF8String(0).makeValid.toString == "a\ufffd",
+      "a valid value's validity is not taken for the next")
   }
 
   test("a slot assigned from another keeps the value where it lies once the other's view moves on") {
