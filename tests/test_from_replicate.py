@@ -62,6 +62,15 @@ def test_operators_that_keep_the_struct_keep_each_messages_values(spark, zone, k
     assert_same_rows(collect_plain(kept.select("r.*")), expected_rows(zone, TABLE))
 
 
+def test_an_aggregate_of_the_call_itself_keeps_each_messages_values(spark, zone):
+    # No projection copies the struct first: the aggregate keeps it by InternalRow.copyValue, which
+    # keeps decimals (SALARY) by reference, so a decimal reused from row to row showed the last one.
+    options = dict(schemaTopic=str(zone.schema_topic), table=TABLE)
+    kept = (messages(spark, zone).agg(F.collect_list(from_replicate("value", options)).alias("all"))
+            .select(F.explode("all").alias("r")))
+    assert_same_rows(collect_plain(kept.select("r.*")), expected_rows(zone, TABLE))
+
+
 def test_without_code_generation_too(spark, zone):
     with spark_conf(spark, {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}):
         frame = decoded(messages(spark, zone), schemaTopic=str(zone.schema_topic), table=TABLE)

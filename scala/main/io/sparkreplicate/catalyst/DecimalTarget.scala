@@ -29,14 +29,15 @@ private[catalyst] object DecimalTarget {
     new JBigDecimal(new BigInteger(bytes, at, n), scale)
 
   /**
-   * Values of up to 18 digits at the target's scale, nearly all of them, are set as a long in one
-   * Decimal reused for every message: no BigInteger, BigDecimal or String in between and nothing
-   * allocated. That is safe as the reader's row is: Spark copies it before the next message. Any
-   * other value (wider, at another scale, or malformed) takes BigDecimal's path, whose result and
-   * errors are the reference.
+   * Values of up to 18 digits at the target's scale, nearly all of them, are set as a long in a
+   * new Decimal: no BigInteger, BigDecimal or String in between. A new one per value, not one
+   * reused as the row is: Spark's `InternalRow.copyValue`, which an operator that keeps a value
+   * calls, copies strings, structs and arrays but keeps a Decimal by reference, so
+   * `collect_list(from_replicate(value))` kept one reused Decimal and showed the last message's
+   * value in every row. Any other value (wider, at another scale, or malformed) takes BigDecimal's
+   * path, whose result and errors are the reference.
    */
   private final class ToDecimal(row: InternalRow, o: Int, t: DecimalType, name: String) extends DecimalTarget {
-    private val reused = new Decimal
     /** Unscaled longs of at most `t.precision` digits lie strictly within this bound. */
     private val bound = if (t.precision > 18) Long.MaxValue else pow10(t.precision)
 
@@ -59,7 +60,7 @@ private[catalyst] object DecimalTarget {
       else setExact(SourceText.parseDecimal(bytes, at, n, t.scale, name))
     }
 
-    private def setLong(value: Long): Unit = row.setDecimal(o, reused.set(value, t.precision, t.scale), t.precision)
+    private def setLong(value: Long): Unit = row.setDecimal(o, Decimal.createUnsafe(value, t.precision, t.scale), t.precision)
 
     private def setExact(value: JBigDecimal): Unit = row.setDecimal(o, ValueWriters.fit(Decimal(value), t, name), t.precision)
   }
