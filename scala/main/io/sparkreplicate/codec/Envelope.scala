@@ -52,10 +52,13 @@ object Envelope {
   def startsWithMagic(buf: Array[Byte], offset: Int, length: Int): Boolean =
     length >= Magic.length && java.util.Arrays.equals(buf, offset, offset + Magic.length, Magic, 0, Magic.length)
 
+  /** The envelope's types, compared as bytes: no String is read for them, nor hashed. */
+  private val DataType = "DT".getBytes("US-ASCII")
+  private val MetadataType = "MD".getBytes("US-ASCII")
+
   // The strings that repeat from message to message, read with SliceDecoder.readRecurringString.
-  private val TypeSlot = 0
-  private val SchemaIdSlot = 1
-  private val MessageSchemaSlot = 2
+  private val SchemaIdSlot = 0
+  private val MessageSchemaSlot = 1
 
   def decode(buf: Array[Byte], offset: Int, length: Int): Envelope =
     decode(new SliceDecoder().reset(buf, offset, length), buf, offset, length)
@@ -80,12 +83,12 @@ object Envelope {
     in.fieldIndex = SliceDecoder.Magic
     in.skipFixed(Magic.length)
     in.fieldIndex = SliceDecoder.Type
-    val kind = in.readRecurringString(TypeSlot) match {
-      case "MD" => MessageKind.Metadata
-      case "DT" => MessageKind.Data
-      case other => throw new MalformedMessageException(ErrorId.UnknownMessageType,
-        s"envelope type is `${other.take(40)}`, expected `MD` or `DT`")
-    }
+    in.readSlice()
+    val kind =
+      if (in.sliceEquals(DataType)) MessageKind.Data
+      else if (in.sliceEquals(MetadataType)) MessageKind.Metadata
+      else throw new MalformedMessageException(ErrorId.UnknownMessageType,
+        s"envelope type is `${in.sliceString.take(40)}`, expected `MD` or `DT`")
     in.fieldIndex = SliceDecoder.Headers
     if (nullableBranch(in)) { var n = in.skipMap(); while (n > 0) { skipEntries(in, n); n = in.skipMap() } }
     in.fieldIndex = SliceDecoder.MessageSchemaId

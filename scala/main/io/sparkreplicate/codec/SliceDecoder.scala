@@ -197,11 +197,18 @@ final class SliceDecoder extends Decoder {
 
   override def readString(): String = {
     readSlice()
-    Utf8Strict.decode(buf, valueAt, valueBytes, field)
+    sliceString
   }
 
+  /** The slice [[readSlice]] read, as a String: malformed unless valid UTF-8. */
+  def sliceString: String = Utf8Strict.decode(buf, valueAt, valueBytes, field)
+
+  /** Whether the slice [[readSlice]] read holds exactly `bytes`. */
+  def sliceEquals(bytes: Array[Byte]): Boolean =
+    java.util.Arrays.equals(buf, valueAt, valueAt + valueBytes, bytes, 0, bytes.length)
+
   /**
-   * [[readString]] for a field whose value mostly repeats (the envelope's type and schema id): when the
+   * [[readString]] for a field whose value mostly repeats (the envelope's schema id and schema): when the
    * bytes equal those last read for the same `slot` (0 until [[SliceDecoder.RecurringSlots]]),
    * the String decoded then is returned, so a repeat costs a comparison, not a decode.
    */
@@ -211,7 +218,7 @@ final class SliceDecoder extends Decoder {
     if (last != null && java.util.Arrays.equals(last, 0, last.length, buf, valueAt, valueAt + valueBytes)) {
       recurringStrings(slot)
     } else {
-      val s = Utf8Strict.decode(buf, valueAt, valueBytes, field)
+      val s = sliceString
       recurringBytes(slot) = java.util.Arrays.copyOfRange(buf, valueAt, valueAt + valueBytes)
       recurringStrings(slot) = s
       s
@@ -306,7 +313,7 @@ object SliceDecoder {
   val Fields: Array[String] = names.toArray
 
   /** How many fields [[SliceDecoder.readRecurringString]] keeps apart. */
-  val RecurringSlots = 3
+  val RecurringSlots = 2
 
   /**
    * The varint at `pos`, when it takes 1 to 8 bytes that end inside the slice (the values of
