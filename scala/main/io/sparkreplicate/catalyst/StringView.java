@@ -4,8 +4,8 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
+import java.util.HashMap;
 import java.util.Map;
-import java.util.TreeMap;
 
 import org.apache.spark.unsafe.types.UTF8String;
 
@@ -32,9 +32,9 @@ final class StringView {
   private StringView() {}
 
   /** The instance fields of UTF8String this class knows, and their types. */
-  private static final Map<String, Class<?>> KNOWN = new TreeMap<>(Map.of(
+  private static final Map<String, Class<?>> KNOWN = Map.of(
       "base", Object.class, "offset", long.class, "numBytes", int.class, "numChars", int.class,
-      "numBytesValid", int.class, "isValid", Object.class, "isFullAscii", Object.class));
+      "numBytesValid", int.class, "isValid", Object.class, "isFullAscii", Object.class);
 
   private static final boolean SUPPORTED = knownLayout();
   private static final VarHandle BASE = handle("base");
@@ -53,12 +53,11 @@ final class StringView {
   private static final Object FRESH_IS_FULL_ASCII = SUPPORTED ? (Object) IS_FULL_ASCII.get(FRESH) : null;
 
   private static boolean knownLayout() {
-    Map<String, Class<?>> declared = new TreeMap<>();
+    Map<String, Class<?>> declared = new HashMap<>();
     for (Field f : UTF8String.class.getDeclaredFields()) {
-      if (!Modifier.isStatic(f.getModifiers())) declared.put(f.getName(), f.getType());
+      // An enum cache's type is UTF8String's own nested enum: known by name, taken as an Object.
+      if (!Modifier.isStatic(f.getModifiers())) declared.put(f.getName(), f.getType().isPrimitive() ? f.getType() : Object.class);
     }
-    // An enum cache's type is UTF8String's own nested enum: known by name, taken as an Object.
-    declared.replaceAll((name, type) -> type.isPrimitive() ? type : Object.class);
     return declared.equals(KNOWN);
   }
 

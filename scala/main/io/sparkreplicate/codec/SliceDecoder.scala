@@ -215,7 +215,7 @@ final class SliceDecoder extends Decoder {
   def readRecurringString(slot: Int): String = {
     readSlice()
     val last = recurringBytes(slot)
-    if (last != null && java.util.Arrays.equals(last, 0, last.length, buf, valueAt, valueAt + valueBytes)) {
+    if (last != null && sliceEquals(last)) {
       recurringStrings(slot)
     } else {
       val s = sliceString
