@@ -4,6 +4,8 @@ import java.nio.charset.StandardCharsets.US_ASCII
 import java.time.{Instant, LocalDateTime, ZoneOffset}
 import java.time.format.DateTimeFormatter
 
+import scala.util.Try
+
 import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
@@ -13,9 +15,16 @@ import io.sparkreplicate.codec.{ChangeTimestamp, ChangeTimestampParser}
 
 class ChangeTimestampSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
+  /**
+   * The text parsed alone in its array, and followed by digits, which the parser must not take
+   * (its fraction is read a word at a time where the array holds one): the same value or error.
+   */
   private def parse(s: String): Long = {
-    val bytes = s.getBytes(US_ASCII)
-    ChangeTimestamp.parseMicros(bytes, 0, bytes.length)
+    def at(bytes: Array[Byte]) = Try(ChangeTimestamp.parseMicros(bytes, 0, s.length))
+    val alone = at(s.getBytes(US_ASCII))
+    val followed = at((s + "987654321").getBytes(US_ASCII))
+    assert(alone.toOption == followed.toOption, s)
+    alone.get
   }
 
   /** What java.time says: the local date-time read as UTC, in microseconds. */

@@ -8,7 +8,7 @@ import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 
-import io.sparkreplicate.codec.SourceText
+import io.sparkreplicate.codec.{ByteWords, SourceText}
 
 /**
  * The parsers of Replicate's text forms (logical data types off): values formatted as a source
@@ -113,6 +113,37 @@ class SourceTextSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
       if (unscaled != SourceText.NotPlain) {
         val reference = parsed(text)(SourceText.parseDecimal(_, _, _, scale, _))
         assert(reference.unscaledValue == BigInteger.valueOf(unscaled), text)
+      }
+    }
+  }
+
+  test("digit words: the count of leading ASCII digits and their value, for any bytes after them") {
+    val bytes = Gen.frequency(4 -> Gen.choose('0'.toByte, '9'.toByte), 1 -> Gen.choose(Byte.MinValue, Byte.MaxValue))
+    forAll(Gen.listOfN(8, bytes)) { word =>
+      val array = word.toArray
+      val digits = array.indexWhere(b => b < '0' || b > '9') match { case -1 => 8; case n => n }
+      val packed = ByteWords.littleEndianLong(array, 0)
+      assert(ByteWords.leadingDigits(packed) == digits, array.mkString(","))
+      for (n <- 1 to digits) {
+        assert(ByteWords.digitsValue(packed, n) == new String(array, 0, n, UTF_8).toLong, array.mkString(","))
+      }
+    }
+    // Every byte value in every position, behind digits and before them.
+    for (position <- 0 until 8; b <- Byte.MinValue to Byte.MaxValue) {
+      val array = Array.fill[Byte](8)('7')
+      array(position) = b.toByte
+      val isDigit = b >= '0' && b <= '9'
+      assert(ByteWords.leadingDigits(ByteWords.littleEndianLong(array, 0)) == (if (isDigit) 8 else position), s"$b at $position")
+    }
+  }
+
+  test("plain decimals read a word at a time never take the digits after their text") {
+    for (text <- Seq("1", "12.5", "1234567", "12345678", "123456789", "-1234567.89", "0012345678901234.5", "7.")) {
+      val bytes = text.getBytes(UTF_8)
+      for (offset <- 0 to 9) {
+        val buffer = Array.fill[Byte](offset)('4') ++ bytes ++ Array.fill[Byte](16)('3')
+        val expected = new JBigDecimal(text).setScale(2).unscaledValue.longValueExact
+        assert(SourceText.plainUnscaled(buffer, offset, bytes.length, 2) == expected, s"$text at $offset")
       }
     }
   }

@@ -19,7 +19,8 @@ object CivilTime {
     val year = if (high < 0 || low < 0) -1 else high * 100 + low
     val month = twoDigits(buf, at + 5)
     val day = twoDigits(buf, at + 8)
-    if (year < 0 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) Invalid
+    // Every month has 28 days: the month's own length is looked up only past them.
+    if (year < 0 || month < 1 || month > 12 || day < 1 || (day > 28 && day > daysInMonth(year, month))) Invalid
     else daysFromCivil(year, month, day)
   }
 
@@ -42,7 +43,7 @@ object CivilTime {
     if (end - at > 3) {
       val fraction = end - at - 4
       if (buf(at + 3) != '.' || fraction < 1 || fraction > 9) return Invalid
-      val value = digits(buf, at + 4, fraction)
+      val value = fractionDigits(buf, at + 4, fraction)
       if (value < 0) return Invalid
       micros = if (fraction <= 6) value * pow10(6 - fraction) else value / pow10(fraction - 6)
     }
@@ -55,6 +56,16 @@ object CivilTime {
     val ones = buf(at + 1) - '0'
     if (tens < 0 || tens > 9 || ones < 0 || ones > 9) -1 else tens * 10 + ones
   }
+
+  /**
+   * The value of `n` (1 to 9) ASCII digits, or -1 if any is not a digit: up to 8 read as one word
+   * where the array holds a whole word from `at`, else one by one.
+   */
+  private def fractionDigits(buf: Array[Byte], at: Int, n: Int): Int =
+    if (n <= 8 && at <= buf.length - 8) {
+      val word = ByteWords.littleEndianLong(buf, at)
+      if (ByteWords.leadingDigits(word) < n) -1 else ByteWords.digitsValue(word, n).toInt
+    } else digits(buf, at, n)
 
   /** The value of `n` ASCII digits, or -1 if any is not a digit. */
   private def digits(buf: Array[Byte], at: Int, n: Int): Int = {

@@ -330,7 +330,7 @@ object SliceDecoder {
     // slice, and the rare varint of 9 or 10 bytes, are left to the caller.
     if (buf.length - pos < 8 || pos >= end) return 0
     val word = ByteWords.littleEndianLong(buf, pos)
-    val ends = ~word & ByteWords.HighBits
+    val ends = ~word & ByteWords.HIGH_BITS
     if (ends == 0) return 0
     val bytes = ByteWords.firstByte(ends) + 1
     if (bytes > end - pos) 0 else gatherSevenBitGroups(word & (-1L >>> (64 - 8 * bytes))) << 8 | bytes

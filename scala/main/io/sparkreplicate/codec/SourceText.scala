@@ -78,9 +78,21 @@ object SourceText {
     val negative = i < end && buf(i) == '-'
     if (i < end && (buf(i) == '-' || buf(i) == '+')) i += 1
     val digitsFrom = i
-    // A digit joins `value` only while it stays within 18 digits: below 10^17 before it. Leading
-    // zeros keep `value` 0 and so never count.
+    // Digits join `value` only while it stays within 18 digits: below 10^(18 - n) before n more.
+    // Leading zeros keep `value` 0 and so never count. The integer digits are read a word at a
+    // time while the array holds a whole word (bytes past `end` are never counted), the rest one by
+    // one.
     var value = 0L
+    var run = 8
+    while (run == 8 && i <= buf.length - 8) {
+      val word = ByteWords.littleEndianLong(buf, i)
+      run = math.min(ByteWords.leadingDigits(word), end - i)
+      if (run > 0) {
+        if (value >= Pow10(18 - run)) return NotPlain
+        value = value * Pow10(run) + ByteWords.digitsValue(word, run)
+        i += run
+      }
+    }
     var d = 0
     while (i < end && { d = buf(i) - '0'; d >= 0 && d <= 9 }) {
       if (value >= Pow10(17)) return NotPlain
