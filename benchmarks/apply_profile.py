@@ -1,5 +1,5 @@
 """The apply step of `make bench`: `apply_changes` and `latest_state` against the hand-written way,
-in the same session, and where each way's table differs from the truth.
+in the same session, where each way's time goes, and where each way's table differs from the truth.
 
 The changes are profile M's table (30 columns, its mix of operations, no full load) with UPDATEs
 whose column mask leaves unchanged columns out (``PARTIAL_MASKS``, as Oracle without full
@@ -16,11 +16,24 @@ import shutil
 import statistics
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 PARTIAL_MASKS = 0.2
 KEY_CHANGES = 0.02
+
+# Where each way's time goes: its Spark jobs, by the step that ran them, and the rest (planning,
+# Delta's commits and the driver's other work between jobs). Delta describes its MERGE's jobs
+# itself; the steps of `apply_changes` are described by hooks this benchmark puts on the Python
+# implementation's steps (as the crash tests hook them).
+OUR_STEPS = {"_write_staged": "stage: the replay into the staged Parquet", "_counts": "count the batch",
+             "_log": "log the batch"}
+TARGET_WRITE, KEYS_WRITE = "write the target", "write the keys"
+DELTA_STEPS = {"materialize source": "the last change per key (MERGE materializes its source)",
+               "scanning files for matches": "MERGE: find the files it touches",
+               "writing new files": TARGET_WRITE}
+OTHER_JOBS, DRIVER = "other jobs", "driver: planning, commits, between jobs"
 
 
 def handwritten_latest(changes, keys: list[str], columns: list[str]):
@@ -43,6 +56,64 @@ def handwritten_merge(spark, changes, target: str, keys: list[str], columns: lis
               f"WHEN MATCHED THEN UPDATE SET {', '.join(f'{quote(c)} = s.{quote(c)}' for c in columns)} "
               f"WHEN NOT MATCHED AND s.header__operation != 'DELETE' THEN INSERT ({', '.join(map(quote, columns))}) "
               f"VALUES ({', '.join(f's.{quote(c)}' for c in columns)})").collect()
+
+
+@contextmanager
+def described_steps(spark) -> Iterator[None]:
+    """Each job `apply_changes` runs described by its step, while the block runs."""
+    from spark_replicate import apply
+
+    originals = {name: getattr(apply._State, name) for name in (*OUR_STEPS, "_write")}
+
+    def described(name: str, method):
+        def run(self, *args, **kwargs):
+            step = OUR_STEPS.get(name) or (TARGET_WRITE if args[0] == self.target else KEYS_WRITE)
+            spark.sparkContext.setJobDescription(step)
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                spark.sparkContext.setJobDescription(None)
+        return run
+
+    for name, method in originals.items():
+        setattr(apply._State, name, described(name, method))
+    try:
+        yield
+    finally:
+        for name, method in originals.items():
+            setattr(apply._State, name, method)
+
+
+def last_job(spark) -> int:
+    """The id of the newest job Spark has run, -1 before any."""
+    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1)
+
+
+def seconds_by_step(spark, after: int, elapsed: float) -> dict[str, float]:
+    """The seconds of the jobs after job ``after`` by step, and the rest of ``elapsed``: the driver's."""
+    sc = spark.sparkContext._jsc.sc()
+    sc.listenerBus().waitUntilEmpty(10_000)  # (the status store learns of a job's end from its events)
+    steps: dict[str, float] = {}
+    listed = sc.statusStore().jobsList(None).iterator()
+    jobs = []
+    while listed.hasNext():
+        jobs.append(listed.next())
+    for job in sorted(jobs, key=lambda j: j.jobId()):  # (steps in the order they ran)
+        if job.jobId() <= after or not job.completionTime().isDefined():
+            continue
+        described = job.description().get() if job.description().isDefined() else ""
+        step = next((s for key, s in DELTA_STEPS.items() if key in described), None) or \
+            (described if described in (*OUR_STEPS.values(), TARGET_WRITE, KEYS_WRITE) else OTHER_JOBS)
+        seconds = (job.completionTime().get().getTime() - job.submissionTime().get().getTime()) / 1000
+        steps[step] = steps.get(step, 0.0) + seconds
+    steps[DRIVER] = elapsed - sum(steps.values())
+    return {step: round(seconds, 3) for step, seconds in steps.items()}
+
+
+def median_steps(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Each step's median over the rounds (0 in a round it did not run in)."""
+    names = dict.fromkeys(step for r in rounds for step in r)
+    return {step: round(statistics.median(r.get(step, 0.0) for r in rounds), 3) for step in names}
 
 
 def differences(table, truth, keys: list[str], columns: list[str]) -> dict:
@@ -99,13 +170,20 @@ def bench_apply(spark, table_def, messages: int, seed: int, runs: int, files: in
         contenders = {"apply_changes": ours, "handwritten_merge": handwritten,
                       "latest_state": latest_ours, "handwritten_latest": latest_handwritten}
         times: dict[str, list[float]] = {name: [] for name in contenders}
+        split = ("apply_changes", "handwritten_merge")
+        steps: dict[str, list[dict[str, float]]] = {name: [] for name in split}
         made: dict[str, str] = {}
         for round_number in range(runs + 1):  # the first round warms up
             for name, action in contenders.items():
+                before = last_job(spark)
                 started = time.perf_counter()
-                result = action()
+                with described_steps(spark):
+                    result = action()
+                elapsed = time.perf_counter() - started
                 if round_number:
-                    times[name].append(round(time.perf_counter() - started, 3))
+                    times[name].append(round(elapsed, 3))
+                    if name in split:
+                        steps[name].append(seconds_by_step(spark, before, elapsed))
                 if result is not None:
                     made[name] = result
         # The cached changes are not read again: their memory goes to the truth's rows, which
@@ -124,6 +202,7 @@ def bench_apply(spark, table_def, messages: int, seed: int, runs: int, files: in
             "times_s": times, "median_s": {name: round(m, 3) for name, m in medians.items()},
             "apply_vs_handwritten": round(medians["handwritten_merge"] / medians["apply_changes"], 2),
             "latest_state_vs_handwritten": round(medians["handwritten_latest"] / medians["latest_state"], 2),
+            "steps_median_s": {name: median_steps(rounds) for name, rounds in steps.items()},
             "differences_from_truth": {name: differences(table, truth, keys, columns)
                                        for name, table in marked.items()},
         }

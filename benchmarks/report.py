@@ -389,6 +389,7 @@ def applying(r: dict) -> list[str]:
         f"Hand-written / `apply_changes`: **{ap['apply_vs_handwritten']}** (target >= 1.0); hand-written latest row / "
         f"`latest_state`: {ap['latest_state_vs_handwritten']}.",
         "",
+        *apply_steps(ap),
         "Against the simulated source table:",
         "",
         "| table | keys missing | keys that should be gone | rows with other values |",
@@ -398,6 +399,30 @@ def applying(r: dict) -> list[str]:
         "",
     ]
     return lines
+
+
+def apply_steps(ap: dict) -> list[str]:
+    """Where each MERGE way's time goes: its jobs by the step that ran them, and the driver's rest."""
+    steps = ap.get("steps_median_s")
+    if not steps:
+        return []
+    ours, hand = steps["apply_changes"], steps["handwritten_merge"]
+    # Each way's steps in the order they ran, the steps both take once, the driver's rest last.
+    names = sorted(dict.fromkeys([*ours, *hand]), key=lambda n: (n.startswith("driver"), n.startswith("other")))
+    return [
+        "Where the time goes (medians over the rounds, seconds): Spark's jobs by the step that ran them "
+        "(Delta names its MERGE's; the benchmark hooks `apply_changes`' steps to name theirs), and the rest of "
+        "each round on the driver (planning, Delta's commits, the gaps between jobs):",
+        "",
+        "| step | `apply_changes` | hand-written MERGE |",
+        "|---|---:|---:|",
+        *(f"| {n} | {_cell(ours.get(n))} | {_cell(hand.get(n))} |" for n in names),
+        "",
+    ]
+
+
+def _cell(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds:.2f}"
 
 
 def time_budget(r: dict) -> list[str]:
