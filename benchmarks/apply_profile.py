@@ -101,13 +101,19 @@ def seconds_by_step(spark, after: int, elapsed: float) -> dict[str, float]:
     for job in sorted(jobs, key=lambda j: j.jobId()):  # (steps in the order they ran)
         if job.jobId() <= after or not job.completionTime().isDefined():
             continue
-        described = job.description().get() if job.description().isDefined() else ""
-        step = next((s for key, s in DELTA_STEPS.items() if key in described), None) or \
-            (described if described in (*OUR_STEPS.values(), TARGET_WRITE, KEYS_WRITE) else OTHER_JOBS)
+        step = step_of(job.description().get() if job.description().isDefined() else "")
         seconds = (job.completionTime().get().getTime() - job.submissionTime().get().getTime()) / 1000
         steps[step] = steps.get(step, 0.0) + seconds
     steps[DRIVER] = elapsed - sum(steps.values())
     return {step: round(seconds, 3) for step, seconds in steps.items()}
+
+
+def step_of(description: str) -> str:
+    """The step a job of this description ran for: Delta's MERGE steps by what Delta says they do,
+    the hooked steps of `apply_changes` by their name, any other job as one."""
+    delta = next((step for key, step in DELTA_STEPS.items() if key in description), None)
+    ours = description if description in (*OUR_STEPS.values(), TARGET_WRITE, KEYS_WRITE) else None
+    return delta or ours or OTHER_JOBS
 
 
 def median_steps(rounds: list[dict[str, float]]) -> dict[str, float]:
