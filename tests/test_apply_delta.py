@@ -468,6 +468,37 @@ def test_a_stream_stopped_and_restarted(spark, zone, tmp_path):
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
 
 
+
+def compaction(spark, path: str) -> tuple[str | None, int]:
+    """The Delta table's auto-compaction property, and how many files it holds."""
+    properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()}
+    files = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first().numFiles
+    return properties.get("delta.autoOptimize.autoCompact"), files
+
+
+@needs_delta
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+def test_the_log_and_the_keys_stay_compacted_batch_after_batch(spark, zone, tmp_path, implementation):
+    """Every batch adds files to the tables kept beside the target, which every batch reads: Delta's
+    auto compaction, set on them when they are made and given by its next batch to state made
+    before it, joins their files once enough are small (here 3, so that eight batches show it)."""
+    table, target = "HR.EMPLOYEES", tmp_path / "employees"
+    state = [f"{target}/_spark_replicate/{name}" for name in ("batches", "keys")]
+    parts = in_commit_order(read_table(spark, zone, table), 8)
+    with session_setting(spark, "spark.databricks.delta.autoCompact.minNumFiles", "3"):
+        for part in parts[:2]:
+            apply(implementation, part, target)
+        for path in state:  # as state made before the property has it
+            spark.sql(f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES ('delta.autoOptimize.autoCompact')")
+        for part in parts[2:]:
+            apply(implementation, part, target)
+    # Without compaction the log would hold 16 files (a row a file), the keys a file per key MERGEd.
+    for path in state:
+        enabled, files = compaction(spark, path)
+        assert enabled == "true" and files <= 4, (path, enabled, files)
+    assert_same_rows(delta_rows(spark, target), truth(zone, table))
+
+
 KILLER = """
 import os, signal, sys, threading, time
 from pyspark.sql import SparkSession
