@@ -84,21 +84,27 @@ def described_steps(spark) -> Iterator[None]:
             setattr(apply._State, name, method)
 
 
-def last_job(spark) -> int:
-    """The id of the newest job Spark has run, -1 before any."""
-    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1)
-
-
-def seconds_by_step(spark, after: int, elapsed: float) -> dict[str, float]:
-    """The seconds of the jobs after job ``after`` by step, and the rest of ``elapsed``: the driver's."""
+def finished_jobs(spark) -> list:
+    """Spark's jobs as its status store holds them once it has heard of every job's end, by id."""
     sc = spark.sparkContext._jsc.sc()
-    sc.listenerBus().waitUntilEmpty(10_000)  # (the status store learns of a job's end from its events)
-    steps: dict[str, float] = {}
+    sc.listenerBus().waitUntilEmpty(10_000)  # (the store learns of a job's end from its events)
     listed = sc.statusStore().jobsList(None).iterator()
     jobs = []
     while listed.hasNext():
         jobs.append(listed.next())
-    for job in sorted(jobs, key=lambda j: j.jobId()):  # (steps in the order they ran)
+    return sorted(jobs, key=lambda job: job.jobId())
+
+
+def last_job(spark) -> int:
+    """The id of the newest job Spark has run, -1 before any."""
+    return max((job.jobId() for job in finished_jobs(spark)), default=-1)
+
+
+def seconds_by_step(spark, after: int, elapsed: float) -> dict[str, float]:
+    """The seconds of the jobs after job ``after`` by step, in the order they ran, and the rest of
+    ``elapsed``: the driver's."""
+    steps: dict[str, float] = {}
+    for job in finished_jobs(spark):
         if job.jobId() <= after or not job.completionTime().isDefined():
             continue
         step = step_of(job.description().get() if job.description().isDefined() else "")

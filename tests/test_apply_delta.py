@@ -468,7 +468,6 @@ def test_a_stream_stopped_and_restarted(spark, zone, tmp_path):
     assert_same_rows(delta_rows(spark, target), truth(zone, table))
 
 
-
 def compaction(spark, path: str) -> tuple[str | None, int]:
     """The Delta table's auto-compaction property, and how many files it holds."""
     properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()}

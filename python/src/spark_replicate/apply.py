@@ -75,6 +75,7 @@ STAGED_WITHOUT_DICTIONARIES = ("parquet.enable.dictionary", "false")
 # object store each file costs a request). Delta's auto compaction joins them once 50 are small.
 # The target is yours: its compaction is your choice (README "Applying changes").
 AUTO_COMPACT = ("delta.autoOptimize.autoCompact", "true")
+_AUTO_COMPACT_SQL = "'{}' = '{}'".format(*AUTO_COMPACT)  # (as TBLPROPERTIES lists it)
 
 
 class _LogRow(NamedTuple):
@@ -234,8 +235,7 @@ class _State:
         except AnalysisException:
             columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in _LOG_SCHEMA.fields)
             spark.sql(f"CREATE TABLE IF NOT EXISTS {self._batches} ({columns}) USING delta "
-                      f"TBLPROPERTIES ('{APP_ID_PROPERTY}' = '{APP_ID_PREFIX}{uuid4()}', "
-                      f"'{AUTO_COMPACT[0]}' = '{AUTO_COMPACT[1]}')")
+                      f"TBLPROPERTIES ('{APP_ID_PROPERTY}' = '{APP_ID_PREFIX}{uuid4()}', {_AUTO_COMPACT_SQL})")
             self.log = []
         # Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
         # are none; after one, they are merged, not described (a MERGE into no file is only slower).
@@ -464,7 +464,7 @@ class _State:
         if AUTO_COMPACT[0] in self._log_properties:
             return
         for table in [self._batches] + ([] if self.keys in self._absent else [self.keys]):
-            self.spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{AUTO_COMPACT[0]}' = '{AUTO_COMPACT[1]}')")
+            self.spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({_AUTO_COMPACT_SQL})")
         self._log_properties[AUTO_COMPACT[0]] = AUTO_COMPACT[1]
 
     def _execute(self, statement: str) -> None:

@@ -105,6 +105,7 @@ private[cdc] object DeltaTarget {
    * small. The target is the user's: its compaction is their choice (README "Applying changes").
    */
   private[cdc] val AutoCompact = "delta.autoOptimize.autoCompact" -> "true"
+  private val AutoCompactSql = s"'${AutoCompact._1}' = '${AutoCompact._2}'" // (as TBLPROPERTIES lists it)
 
   def checkScdType(scdType: Int): Unit =
     require(scdType == 1 || scdType == 2, s"scdType=$scdType: 1 (current state) or 2 (history)")
@@ -203,7 +204,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   val log: Seq[LogRow] = try readLog() catch {
     case _: AnalysisException =>
       spark.sql(s"CREATE TABLE IF NOT EXISTS $batches (${LogSchema.toDDL}) USING delta " +
-        s"TBLPROPERTIES ('$AppIdProperty' = '$AppIdPrefix${UUID.randomUUID()}', '${AutoCompact._1}' = '${AutoCompact._2}')")
+        s"TBLPROPERTIES ('$AppIdProperty' = '$AppIdPrefix${UUID.randomUUID()}', $AutoCompactSql)")
       Nil
   }
   // Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
@@ -426,7 +427,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   /** Gives the log and the keys of state made before [[AutoCompact]] the property, once. */
   private def compacted(): Unit = if (!logProperties.contains(AutoCompact._1)) {
     (batches +: (if (absent(keys)) Nil else Seq(keys))).foreach { table =>
-      spark.sql(s"ALTER TABLE $table SET TBLPROPERTIES ('${AutoCompact._1}' = '${AutoCompact._2}')")
+      spark.sql(s"ALTER TABLE $table SET TBLPROPERTIES ($AutoCompactSql)")
     }
     logProperties(AutoCompact._1) = AutoCompact._2
   }
