@@ -72,7 +72,9 @@ STAGED_WITHOUT_DICTIONARIES = ("parquet.enable.dictionary", "false")
 # Every batch adds files to the ``batches`` and ``keys`` tables (two one-row appends; a MERGE), and
 # every batch reads them whole: without compaction a stream applied for days would read thousands of
 # small files per batch (400 appends to a log: its read took 0.56 s against 0.27 s after 10; on an
-# object store each file costs a request). Delta's auto compaction joins them once 50 are small.
+# object store each file costs a request). Delta's auto compaction joins them once 50 are small. It
+# is set from a state's second batch: a first load leaves a file or two in each, and Delta's checks
+# after the first commits to tables made with it ran jobs that cost a first load over 2 s of 10.
 # The target is yours: its compaction is your choice (README "Applying changes").
 AUTO_COMPACT = ("delta.autoOptimize.autoCompact", "true")
 _AUTO_COMPACT_SQL = "'{}' = '{}'".format(*AUTO_COMPACT)  # (as TBLPROPERTIES lists it)
@@ -235,7 +237,7 @@ class _State:
         except AnalysisException:
             columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}" for f in _LOG_SCHEMA.fields)
             spark.sql(f"CREATE TABLE IF NOT EXISTS {self._batches} ({columns}) USING delta "
-                      f"TBLPROPERTIES ('{APP_ID_PROPERTY}' = '{APP_ID_PREFIX}{uuid4()}', {_AUTO_COMPACT_SQL})")
+                      f"TBLPROPERTIES ('{APP_ID_PROPERTY}' = '{APP_ID_PREFIX}{uuid4()}')")
             self.log = []
         # Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
         # are none; after one, they are merged, not described (a MERGE into no file is only slower).
@@ -426,7 +428,7 @@ class _State:
         with self._tagged(batch):
             if table in self._absent:
                 writer = self.spark.sql(rows).write.format("delta").mode("append")
-                (writer.option(*AUTO_COMPACT) if table == self.keys else writer).save(path)
+                (writer.option(*AUTO_COMPACT) if table == self.keys and self.log else writer).save(path)
                 self._absent.discard(table)
             elif self._may_hold(table):
                 # Delta copies a MERGE's source first unless it reads Delta tables only, lest the source
@@ -460,8 +462,9 @@ class _State:
         return self._log_properties.get(APP_ID_PROPERTY) or APP_ID_PREFIX + self._described(self._batches).id
 
     def _compacted(self) -> None:
-        """Gives the log and the keys of state made before ``AUTO_COMPACT`` the property, once."""
-        if AUTO_COMPACT[0] in self._log_properties:
+        """Gives the log and the keys ``AUTO_COMPACT`` once a batch was logged before this run's (and
+        state made before the property its next batch that writes), once."""
+        if not self.log or AUTO_COMPACT[0] in self._log_properties:
             return
         for table in [self._batches] + ([] if self.keys in self._absent else [self.keys]):
             self.spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({_AUTO_COMPACT_SQL})")

@@ -102,7 +102,9 @@ private[cdc] object DeltaTarget {
    * every batch reads them whole: without compaction a stream applied for days would read thousands
    * of small files per batch (400 appends to a log: its read took 0.56 s against 0.27 s after 10; on
    * an object store each file costs a request). Delta's auto compaction joins them once 50 are
-   * small. The target is the user's: its compaction is their choice (README "Applying changes").
+   * small. It is set from a state's second batch: a first load leaves a file or two in each, and
+   * Delta's checks after the first commits to tables made with it ran jobs that cost a first load
+   * over 2 s of 10. The target is the user's: its compaction is their choice (README "Applying changes").
    */
   private[cdc] val AutoCompact = "delta.autoOptimize.autoCompact" -> "true"
   private val AutoCompactSql = s"'${AutoCompact._1}' = '${AutoCompact._2}'" // (as TBLPROPERTIES lists it)
@@ -204,7 +206,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   val log: Seq[LogRow] = try readLog() catch {
     case _: AnalysisException =>
       spark.sql(s"CREATE TABLE IF NOT EXISTS $batches (${LogSchema.toDDL}) USING delta " +
-        s"TBLPROPERTIES ('$AppIdProperty' = '$AppIdPrefix${UUID.randomUUID()}', $AutoCompactSql)")
+        s"TBLPROPERTIES ('$AppIdProperty' = '$AppIdPrefix${UUID.randomUUID()}')")
       Nil
   }
   // Only a batch's MERGE writes keys, once the batch is logged staged: with no batch logged there
@@ -396,7 +398,7 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     tagged(batch) {
       if (absent(table)) {
         val writer = spark.sql(rows).write.format("delta").mode("append")
-        (if (table == keys) writer.option(AutoCompact._1, AutoCompact._2) else writer).save(path.get)
+        (if (table == keys && log.nonEmpty) writer.option(AutoCompact._1, AutoCompact._2) else writer).save(path.get)
         absent -= table
       } else if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
       else spark.sql(s"INSERT INTO $table ($columns) $rows").collect()
@@ -424,8 +426,11 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   private lazy val appId: String =
     logProperties.getOrElse(AppIdProperty, AppIdPrefix + described(batches).getAs[String]("id"))
 
-  /** Gives the log and the keys of state made before [[AutoCompact]] the property, once. */
-  private def compacted(): Unit = if (!logProperties.contains(AutoCompact._1)) {
+  /**
+   * Gives the log and the keys [[AutoCompact]] once a batch was logged before this run's (and state
+   * made before the property its next batch that writes), once.
+   */
+  private def compacted(): Unit = if (log.nonEmpty && !logProperties.contains(AutoCompact._1)) {
     (batches +: (if (absent(keys)) Nil else Seq(keys))).foreach { table =>
       spark.sql(s"ALTER TABLE $table SET TBLPROPERTIES ($AutoCompactSql)")
     }
