@@ -481,10 +481,10 @@ def test_the_log_and_the_keys_stay_compacted_batch_after_batch(spark, zone, tmp_
     """Every batch adds files to the tables kept beside the target, which every batch reads: Delta's
     auto compaction, set on them by the target's second batch (a first load spares its cost) and
     given by its next batch to state made before it, joins their files once enough are small (here
-    3, so that eight batches show it)."""
+    3, so that six batches show it)."""
     table, target = "HR.EMPLOYEES", tmp_path / "employees"
     state = [f"{target}/_spark_replicate/{name}" for name in ("batches", "keys")]
-    parts = in_commit_order(read_table(spark, zone, table), 8)
+    parts = in_commit_order(read_table(spark, zone, table), 6)
     with session_setting(spark, "spark.databricks.delta.autoCompact.minNumFiles", "3"):
         apply(implementation, parts[0], target)
         assert [compaction(spark, path)[0] for path in state] == [None, None]
@@ -493,7 +493,7 @@ def test_the_log_and_the_keys_stay_compacted_batch_after_batch(spark, zone, tmp_
             spark.sql(f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES ('delta.autoOptimize.autoCompact')")
         for part in parts[2:]:
             apply(implementation, part, target)
-    # Without compaction the log would hold 16 files (a row a file), the keys a file per key MERGEd.
+    # Without compaction the log would hold 12 files (a row a file), the keys a file per key MERGEd.
     for path in state:
         enabled, files = compaction(spark, path)
         assert enabled == "true" and files <= 4, (path, enabled, files)
