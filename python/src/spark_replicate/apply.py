@@ -73,7 +73,7 @@ STAGED_WITHOUT_DICTIONARIES = ("parquet.enable.dictionary", "false")
 # every batch reads them whole: without compaction a stream applied for days would read thousands of
 # small files per batch (400 appends to a log: its read took 0.56 s against 0.27 s after 10; on an
 # object store each file costs a request). Delta's auto compaction joins them once 50 are small. It
-# is set from a state's second batch: a first load leaves a file or two in each, and Delta's checks
+# is set after a state's first batch: a first load leaves a file or two in each, and Delta's checks
 # after the first commits to tables made with it ran jobs that cost a first load over 2 s of 10.
 # The target is yours: its compaction is your choice (README "Applying changes").
 AUTO_COMPACT = ("delta.autoOptimize.autoCompact", "true")
@@ -428,7 +428,8 @@ class _State:
         with self._tagged(batch):
             if table in self._absent:
                 writer = self.spark.sql(rows).write.format("delta").mode("append")
-                (writer.option(*AUTO_COMPACT) if table == self.keys and self.log else writer).save(path)
+                compacts = table == self.keys and AUTO_COMPACT[0] in self._log_properties
+                (writer.option(*AUTO_COMPACT) if compacts else writer).save(path)
                 self._absent.discard(table)
             elif self._may_hold(table):
                 # Delta copies a MERGE's source first unless it reads Delta tables only, lest the source
@@ -462,8 +463,8 @@ class _State:
         return self._log_properties.get(APP_ID_PROPERTY) or APP_ID_PREFIX + self._described(self._batches).id
 
     def _compacted(self) -> None:
-        """Gives the log and the keys ``AUTO_COMPACT`` once a batch was logged before this run's (and
-        state made before the property its next batch that writes), once."""
+        """Gives the log and the keys ``AUTO_COMPACT`` from the first batch that writes after a first
+        one (state made before the property included); keys made later take it from the log."""
         if not self.log or AUTO_COMPACT[0] in self._log_properties:
             return
         for table in [self._batches] + ([] if self.keys in self._absent else [self.keys]):

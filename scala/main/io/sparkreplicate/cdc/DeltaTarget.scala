@@ -102,7 +102,7 @@ private[cdc] object DeltaTarget {
    * every batch reads them whole: without compaction a stream applied for days would read thousands
    * of small files per batch (400 appends to a log: its read took 0.56 s against 0.27 s after 10; on
    * an object store each file costs a request). Delta's auto compaction joins them once 50 are
-   * small. It is set from a state's second batch: a first load leaves a file or two in each, and
+   * small. It is set after a state's first batch: a first load leaves a file or two in each, and
    * Delta's checks after the first commits to tables made with it ran jobs that cost a first load
    * over 2 s of 10. The target is the user's: its compaction is their choice (README "Applying changes").
    */
@@ -398,7 +398,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     tagged(batch) {
       if (absent(table)) {
         val writer = spark.sql(rows).write.format("delta").mode("append")
-        (if (table == keys && log.nonEmpty) writer.option(AutoCompact._1, AutoCompact._2) else writer).save(path.get)
+        val compacts = table == keys && logProperties.contains(AutoCompact._1)
+        (if (compacts) writer.option(AutoCompact._1, AutoCompact._2) else writer).save(path.get)
         absent -= table
       } else if (mayHold(table)) withSetting(spark, MergeMaterializeSource, "none")(spark.sql(merge).collect())
       else spark.sql(s"INSERT INTO $table ($columns) $rows").collect()
@@ -427,8 +428,8 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
     logProperties.getOrElse(AppIdProperty, AppIdPrefix + described(batches).getAs[String]("id"))
 
   /**
-   * Gives the log and the keys [[AutoCompact]] once a batch was logged before this run's (and state
-   * made before the property its next batch that writes), once.
+   * Gives the log and the keys [[AutoCompact]] from the first batch that writes after a first one
+   * (state made before the property included); keys made later take it from the log.
    */
   private def compacted(): Unit = if (log.nonEmpty && !logProperties.contains(AutoCompact._1)) {
     (batches +: (if (absent(keys)) Nil else Seq(keys))).foreach { table =>
