@@ -76,6 +76,17 @@ def test_history_equals_the_simulated_versions(spark, zones, zone_name, table, i
     assert_same_rows(collect_plain(versions), expected)
 
 
+@pytest.mark.parametrize("implementation", ["python", "scala"])
+@pytest.mark.parametrize("helper", ["latest_state", "history"])
+def test_the_changes_are_read_by_one_scan(spark, zones, helper, implementation):
+    """A moved row's two events come from one read of it: two scans of a Kafka read would each
+    plan their offsets up to the latest, and a record produced in between would give the DELETE
+    of a moved row's old key without its row at the new one."""
+    zone = zones["masks-and-moves"]
+    result = applied(implementation, helper, read_table(spark, zone, "HR.EMPLOYEES"))
+    assert result._jdf.queryExecution().executedPlan().toString().count("BatchScan") == 1
+
+
 def test_the_truth_covers_masks_moves_deletes_and_the_full_load(zones):
     zone = zones["masks-and-moves"]
     updates = [m for m in zone.messages if m.operation == "UPDATE"]

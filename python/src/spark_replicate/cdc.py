@@ -142,14 +142,15 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     masks = "".join(f"'m{w}', " + " | ".join(f"IF({in_mask(c)}, {bit(i)}, 0L)" for i, c in enumerate(values)
                                              if i // 64 == w) + ", " for w in range(mask_words(layout)))
     partial = f"named_struct({masks}'v', {as_given})"
-    events = changes.selectExpr(
-        *map(quote, keys), SEQUENCE, OPERATION, f"1 AS {RANK}", f"false AS {DERIVED}",
-        f"CASE WHEN {sets_all} THEN {full} END AS {FULL}",
-        f"CASE WHEN NOT {sets_all} THEN {partial} END AS {PARTIAL}")
-    moved_away = changes.where(moved).selectExpr(  # (the union gives the nulls the events' types)
-        *(f"{before}.{quote(k)} AS {quote(k)}" for k in keys), SEQUENCE, f"'{DELETE}' AS {OPERATION}",
-        f"1 AS {RANK}", f"true AS {DERIVED}", f"NULL AS {FULL}", f"NULL AS {PARTIAL}")
-    return events.unionByName(moved_away)
+    # One scan of the changes: a moved row is read once and gives both of its events, where a
+    # union of two scans would plan a Kafka read's offsets twice, and a record produced in between
+    # would give its moved row's DELETE of the old key without its row at the new one.
+    copies = changes.selectExpr("*", f"explode(IF({moved}, array(false, true), array(false))) AS {DERIVED}")
+    return copies.selectExpr(
+        *(f"IF({DERIVED}, {before}.{quote(k)}, {quote(k)}) AS {quote(k)}" for k in keys), SEQUENCE,
+        f"IF({DERIVED}, '{DELETE}', {OPERATION}) AS {OPERATION}", f"1 AS {RANK}", DERIVED,
+        f"CASE WHEN NOT {DERIVED} AND {sets_all} THEN {full} END AS {FULL}",
+        f"CASE WHEN NOT {DERIVED} AND NOT {sets_all} THEN {partial} END AS {PARTIAL}")
 
 
 def event_order(layout: Layout) -> str:

@@ -181,13 +181,15 @@ object Changes {
     }.toSeq
     val partial = struct(masks :+ asGiven.as("v"): _*)
     val setsAll = wholeRow || allPresent
-    val events = changes.select(keys.map(quoted) ++ Seq(col(ChangeSeq), col(Operation), lit(1).as(Rank),
-      lit(false).as(Derived), when(setsAll, full).as(Full),
-      when(!setsAll, partial).as(Partial)): _*)
-    val movedAway = changes.where(moved).select(keys.map(k => before.getField(k).as(k)) ++
-      Seq(col(ChangeSeq), lit(Delete).as(Operation), lit(1).as(Rank), lit(true).as(Derived)) ++
-      Seq(Full, Partial).map(c => lit(null).cast(events.schema(c).dataType).as(c)): _*)
-    events.unionByName(movedAway)
+    // One scan of the changes: a moved row is read once and gives both of its events, where a
+    // union of two scans would plan a Kafka read's offsets twice, and a record produced in between
+    // would give its moved row's DELETE of the old key without its row at the new one.
+    val copies = changes.select(col("*"), explode(when(moved, array(lit(false), lit(true)))
+      .otherwise(array(lit(false)))).as(Derived))
+    val derived = col(Derived)
+    copies.select(keys.map(k => when(derived, before.getField(k)).otherwise(quoted(k)).as(k)) ++ Seq(col(ChangeSeq),
+      when(derived, lit(Delete)).otherwise(col(Operation)).as(Operation), lit(1).as(Rank), derived,
+      when(!derived && setsAll, full).as(Full), when(!derived && !setsAll, partial).as(Partial)): _*)
   }
 
   /** The events of each key in the order they happened: a window over it after [[replay]] reuses its sort. */
