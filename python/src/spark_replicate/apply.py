@@ -282,12 +282,17 @@ class _State:
         if not read_once:
             changes = self._checkpointed(changes)
         events = change_events(changes, layout)
+        # The keys and the target hold every key ever applied; a batch needs the rows of its own keys.
+        # A semi-join with the batch's distinct keys, which Spark broadcasts when they are small (the
+        # batch is checkpointed, so its size is known), filters a table as it is scanned, where a join
+        # with the events shuffled and sorted all its rows (README: Speed).
+        batch_keys = events.select(*map(quoted, layout.keys)).distinct()
         # Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
         fresh = events if not self.log else (
-            events.join(self.read_keys(), layout.keys, "left")
+            events.join(self.read_keys().join(batch_keys, layout.keys, "left_semi"), layout.keys, "left")
             .where(f"{_KEY_SEQUENCE} IS NULL OR coalesce({SEQUENCE}, '') > {_KEY_SEQUENCE}")
             .drop(_KEY_SEQUENCE, _DELETED))
-        baseline = self._baseline(fresh, events)
+        baseline = self._baseline(fresh, events, batch_keys)
         with_baseline = fresh if baseline is None else fresh.unionByName(baseline)
         over = windows(layout)
         input_rows = f"count_if({RANK} = 1 AND NOT {DERIVED}) OVER ({over.every_event}) AS {_INPUT_ROWS}"
@@ -323,20 +328,21 @@ class _State:
         return entry, writes
 
     def _checkpointed(self, changes: DataFrame) -> DataFrame:
-        """The changes, read once (into a local checkpoint) where the batch reads them twice: the
-        baseline's join takes the keys of the fresh changes from a second scan, and after a first
-        batch the counts read them again. Two scans of a Kafka read each plan its offsets up to the
-        latest: one may read a record the other does not. A partial-mask UPDATE whose key the
-        baseline's scan missed would lose the columns its mask leaves out, and the counts would
-        not be those of the rows applied. (A first batch into a target without files reads the
-        changes once: no baseline, and the staging pass counts them.)"""
+        """The changes, read once (into a local checkpoint) where the batch reads them more than
+        once: the baseline's joins take the keys of the changes from further scans, and after a
+        first batch the counts read them again. Two scans of a Kafka read each plan its offsets up
+        to the latest: one may read a record the other does not. A partial-mask UPDATE whose key
+        the baseline's scan missed would lose the columns its mask leaves out, and the counts
+        would not be those of the rows applied. (A first batch into a target without files reads
+        the changes once: no baseline, and the staging pass counts them.)"""
         return changes.localCheckpoint() if self.log or self._may_hold(self.target) else changes
 
-    def _baseline(self, fresh: DataFrame, events: DataFrame) -> DataFrame | None:
+    def _baseline(self, fresh: DataFrame, events: DataFrame, batch_keys: DataFrame) -> DataFrame | None:
         """The row the target holds for each key with fresh changes (type 2: its open version), as
-        an event of ``RANK`` 0 that sets every column, in the changes' types; None when the target
-        holds no file (a first load then spares the join's second pass over the changes; Delta's
-        metadata tells it without a Spark job)."""
+        an event of ``RANK`` 0 that sets every column, in the types of the batch's ``events``, whose
+        distinct keys are ``batch_keys``; None when the target holds no file (a first load then
+        spares the join's second pass over the changes; Delta's metadata tells it without a Spark
+        job)."""
         if not self._may_hold(self.target):
             return None
         layout = self.layout
@@ -346,7 +352,10 @@ class _State:
             rows, sequence = rows.where(f"{END_AT} IS NULL"), START_AT
         present = set(rows.columns)
         full = full_struct([quote(c) if c in present else "NULL" for c in layout.values])
-        return (rows.join(fresh.select(*map(quoted, layout.keys)).distinct(), layout.keys, "left_semi")
+        # The batch's keys first (broadcast), then those of its fresh changes: a key all of whose
+        # changes are stale takes no baseline.
+        return (rows.join(batch_keys, layout.keys, "left_semi")
+                .join(fresh.select(*map(quoted, layout.keys)).distinct(), layout.keys, "left_semi")
                 .selectExpr(*map(quote, layout.keys), f"{sequence} AS {SEQUENCE}", f"'{_BASELINE}' AS {OPERATION}",
                             f"0 AS {RANK}", f"false AS {DERIVED}",
                             f"CAST({full} AS {events.schema[FULL].dataType.simpleString()}) AS {FULL}",

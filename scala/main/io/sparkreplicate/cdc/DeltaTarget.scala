@@ -256,11 +256,17 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   def stage(input: DataFrame, batch: Long, stream: Option[(String, Long)], readOnce: Boolean): (LogRow, Boolean) = {
     val rows = if (readOnce) input else checkpointed(input)
     val events = changeEvents(rows, layout)
+    // The keys and the target hold every key ever applied; a batch needs the rows of its own keys.
+    // A semi-join with the batch's distinct keys, which Spark broadcasts when they are small (the
+    // batch is checkpointed, so its size is known), filters a table as it is scanned, where a join
+    // with the events shuffled and sorted all its rows (README: Speed).
+    val batchKeys = events.select(layout.keys.map(quoted): _*).distinct()
     // Only a batch's MERGE writes keys: before the first batch there is none to be stale against.
-    val fresh = if (log.isEmpty) events else events.join(readKeys, layout.keys, "left")
+    val fresh = if (log.isEmpty) events else events.join(readKeys.join(batchKeys, layout.keys, "left_semi"),
+        layout.keys, "left")
       .where(col(KeySequence).isNull || coalesce(col(ChangeSeq), lit("")) > col(KeySequence))
       .drop(KeySequence, Deleted)
-    val withBaseline = baseline(fresh, events).fold(fresh)(fresh.unionByName(_))
+    val withBaseline = baseline(fresh, events, batchKeys).fold(fresh)(fresh.unionByName(_))
     val inputRows = count_if(col(Rank) === 1 && !col(Derived)).over(everyEvent(layout)).as(InputRows)
     val staged = if (scdType == 1) {
       // A current-state target takes each key's last event only. Its changes applied are its
@@ -293,25 +299,28 @@ private[cdc] class DeltaTarget(spark: SparkSession, name: String, changes: DataF
   }
 
   /**
-   * The changes, read once where the batch reads them twice (the keys of the baseline's join; after
-   * a first batch, the counts), as `apply_changes` does (its `_checkpointed` says why).
+   * The changes, read once where the batch reads them more than once (the keys of the baseline's
+   * joins; after a first batch, the counts), as `apply_changes` does (its `_checkpointed` says why).
    */
   private def checkpointed(input: DataFrame): DataFrame =
     if (log.nonEmpty || mayHold(target)) input.localCheckpoint() else input
 
   /**
    * The row the target holds for each key with fresh changes (type 2: its open version), as an
-   * event of `Rank` 0 that sets every column, in the changes' types; none when the target holds
-   * no file (a first load then spares the join's second pass over the changes; Delta's metadata
-   * tells it without a Spark job).
+   * event of `Rank` 0 that sets every column, in the types of the batch's `events`, whose distinct
+   * keys are `batchKeys`; none when the target holds no file (a first load then spares the join's
+   * second pass over the changes; Delta's metadata tells it without a Spark job).
    */
-  private def baseline(fresh: DataFrame, events: DataFrame): Option[DataFrame] =
+  private def baseline(fresh: DataFrame, events: DataFrame, batchKeys: DataFrame): Option[DataFrame] =
     Option.when(mayHold(target)) {
       val all = targetPath.fold(spark.read.table(name))(read)
       val (rows, sequence) = if (scdType == 1) (all, lit(null).cast(StringType))
         else (all.where(col(EndAt).isNull), col(StartAt))
       val present = rows.columns.toSet
-      rows.join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
+      // The batch's keys first (broadcast), then those of its fresh changes: a key all of whose
+      // changes are stale takes no baseline.
+      rows.join(batchKeys, layout.keys, "left_semi")
+        .join(fresh.select(layout.keys.map(quoted): _*).distinct(), layout.keys, "left_semi")
         .select(layout.keys.map(quoted) ++ Seq(sequence.as(ChangeSeq), lit("BASELINE").as(Operation), lit(0).as(Rank),
           lit(false).as(Derived), fullStruct(layout.values.map(c => if (present(c)) quoted(c) else lit(null)))
             .cast(events.schema(Full).dataType).as(Full),
