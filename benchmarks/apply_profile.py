@@ -22,6 +22,8 @@ from typing import Callable, Iterator
 
 PARTIAL_MASKS = 0.2
 KEY_CHANGES = 0.02
+# The later batch: the last changes by change sequence, applied into a target the others made.
+LATER_BATCH = 20_000
 
 # Where each way's time goes: its Spark jobs, by the step that ran them, and the rest (planning,
 # Delta's commits and the driver's other work between jobs). Delta describes its MERGE's jobs
@@ -45,9 +47,11 @@ def handwritten_latest(changes, keys: list[str], columns: list[str]):
             .select(*columns, "header__operation"))
 
 
-def handwritten_merge(spark, changes, target: str, keys: list[str], columns: list[str]) -> None:
-    """Creates the Delta table and MERGEs the last change of each key into it, deletes included."""
-    handwritten_latest(changes, keys, columns).limit(0).drop("header__operation").write.format("delta").save(target)
+def handwritten_merge(spark, changes, target: str, keys: list[str], columns: list[str], create: bool = True) -> None:
+    """MERGEs the last change of each key into the Delta table ``target``, deletes included, having
+    created it (``create``)."""
+    if create:
+        handwritten_latest(changes, keys, columns).limit(0).drop("header__operation").write.format("delta").save(target)
     handwritten_latest(changes, keys, columns).createOrReplaceTempView("bench_latest")
     quote = lambda name: f"`{name}`"  # noqa: E731
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
@@ -56,6 +60,44 @@ def handwritten_merge(spark, changes, target: str, keys: list[str], columns: lis
               f"WHEN MATCHED THEN UPDATE SET {', '.join(f'{quote(c)} = s.{quote(c)}' for c in columns)} "
               f"WHEN NOT MATCHED AND s.header__operation != 'DELETE' THEN INSERT ({', '.join(map(quote, columns))}) "
               f"VALUES ({', '.join(f's.{quote(c)}' for c in columns)})").collect()
+
+
+def bench_later_batch(spark, changes, keys: list[str], columns: list[str], runs: int, work: Path,
+                      log: Callable[..., None]) -> dict:
+    """A later batch into a large target, the steady state of a stream applied: the last
+    ``LATER_BATCH`` changes by `apply_changes` and by the hand-written MERGE, each round into a
+    copy of the target `apply_changes` made of the other changes (its state beside it; the
+    hand-written way's copy without), taking turns after a warm-up. Outside the targets."""
+    import spark_replicate
+    from pyspark.sql import functions as F
+
+    sequence = F.col("header__change_seq")
+    cut = changes.select(sequence).orderBy(sequence.desc()).limit(LATER_BATCH).agg(F.min(sequence)).first()[0]
+    base = str(work / "later-base")
+    log(f"  a later batch: the changes from {cut} on into a target of the others ...")
+    first = spark_replicate.apply_changes(changes.where(sequence < cut), base)
+    batch = changes.where(sequence >= cut).persist()
+    batch_rows = batch.count()
+    ways = {"apply_changes": lambda target: spark_replicate.apply_changes(batch, target),
+            "handwritten_merge": lambda target: handwritten_merge(spark, batch, target, keys, columns, create=False)}
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for round_number in range(runs + 1):  # the first round warms up
+        for name, apply in (ways.items() if round_number % 2 == 0 else reversed(ways.items())):
+            target = str(work / f"later-{name}")
+            ignored = None if name == "apply_changes" else shutil.ignore_patterns("_spark_replicate")
+            shutil.copytree(base, target, ignore=ignored)
+            started = time.perf_counter()
+            apply(target)
+            elapsed = time.perf_counter() - started
+            shutil.rmtree(target)
+            if round_number:
+                times[name].append(round(elapsed, 3))
+    batch.unpersist()
+    shutil.rmtree(base)
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    return {"target_rows": first.inserted, "change_rows": batch_rows, "times_s": times,
+            "median_s": {name: round(m, 3) for name, m in medians.items()},
+            "later_batch_vs_handwritten": round(medians["handwritten_merge"] / medians["apply_changes"], 2)}
 
 
 @contextmanager
@@ -198,6 +240,7 @@ def bench_apply(spark, table_def, messages: int, seed: int, runs: int, files: in
                         steps[name].append(seconds_by_step(spark, before, elapsed))
                 if result is not None:
                     made[name] = result
+        later = bench_later_batch(spark, changes, keys, columns, runs, work, log)
         # The cached changes are not read again: their memory goes to the truth's rows, which
         # createDataFrame keeps in the driver (a 4 GB driver ran out of heap with both).
         changes.unpersist()
@@ -217,6 +260,7 @@ def bench_apply(spark, table_def, messages: int, seed: int, runs: int, files: in
             "steps_median_s": {name: median_steps(rounds) for name, rounds in steps.items()},
             "differences_from_truth": {name: differences(table, truth, keys, columns)
                                        for name, table in marked.items()},
+            "later_batch": later,
         }
         return result
     finally:

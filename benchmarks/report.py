@@ -390,6 +390,7 @@ def applying(r: dict) -> list[str]:
         f"`latest_state`: {ap['latest_state_vs_handwritten']}.",
         "",
         *apply_steps(ap),
+        *later_batch(ap),
         "Against the simulated source table:",
         "",
         "| table | keys missing | keys that should be gone | rows with other values |",
@@ -417,6 +418,23 @@ def apply_steps(ap: dict) -> list[str]:
         "| step | `apply_changes` | hand-written MERGE |",
         "|---|---:|---:|",
         *(f"| {n} | {_cell(ours.get(n))} | {_cell(hand.get(n))} |" for n in names),
+        "",
+    ]
+
+
+def later_batch(ap: dict) -> list[str]:
+    """A later batch into a large target, both ways (outside the targets)."""
+    later = ap.get("later_batch")
+    if not later:
+        return []
+    times, medians = later["times_s"], later["median_s"]
+    return [
+        f"A later batch, the steady state of a stream applied: the last {_fmt_int(later['change_rows'])} changes "
+        f"into a copy of the target of {_fmt_int(later['target_rows'])} rows that the other changes made, taking "
+        f"turns after a warm-up: `apply_changes` median {medians['apply_changes']:.2f} s "
+        f"({_seconds(times['apply_changes'])}), the hand-written MERGE {medians['handwritten_merge']:.2f} s "
+        f"({_seconds(times['handwritten_merge'])}); hand-written / `apply_changes`: "
+        f"{later['later_batch_vs_handwritten']} (outside the targets).",
         "",
     ]
 
