@@ -9,7 +9,7 @@ import io.sparkreplicate.files.SplitPlanner
 
 /**
  * What the connector takes from the active session: option defaults, the file system, split sizes,
- * cores.
+ * the size estimate's factor, cores.
  */
 object SessionBinding {
 
@@ -32,6 +32,10 @@ object SessionBinding {
     maxPartitionBytes = bytes(spark, "spark.sql.files.maxPartitionBytes", "128m"),
     openCostInBytes = bytes(spark, "spark.sql.files.openCostInBytes", "4m"),
     minPartitions = spark.conf.getOption("spark.sql.files.minPartitionNum").map(_.toInt).getOrElse(cores(spark)))
+
+  /** What a file's bytes are multiplied by to estimate the data a scan of it returns, as for Spark's file scans. */
+  def fileCompressionFactor(spark: SparkSession): Double =
+    spark.conf.get("spark.sql.sources.fileCompressionFactor", "1.0").toDouble
 
   /** The cores a scan's tasks may use at once, as Spark's own scans count them. */
   def cores(spark: SparkSession): Int = spark.conf.getOption("spark.sql.leafNodeDefaultParallelism").map(_.toInt)

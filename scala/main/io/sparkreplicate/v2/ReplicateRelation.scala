@@ -19,6 +19,9 @@ private[v2] final class ReplicateRelation(override val sqlContext: SQLContext, r
     extends BaseRelation with PrunedFilteredScan {
   override def schema: StructType = read.schema
 
+  /** The V2 scan's estimate of its size ([[ReplicateScan.estimateStatistics]]), so joins are planned alike. */
+  override def sizeInBytes: Long = read.queryExecution.optimizedPlan.stats.sizeInBytes.min(Long.MaxValue).toLong
+
   // The rows come from Spark's own plan, already in its internal form.
   override def needConversion: Boolean = false
 

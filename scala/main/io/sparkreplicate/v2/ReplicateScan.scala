@@ -1,8 +1,11 @@
 package io.sparkreplicate.v2
 
+import java.util.OptionalLong
+
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.metric.CustomMetric
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan}
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, Statistics,
+  SupportsReportStatistics}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
@@ -14,7 +17,7 @@ import io.sparkreplicate.sql.SessionBinding
 /** @param pushed the filters `filter` was built from, for EXPLAIN */
 final class ReplicateScan(private val plan: FilePlan, private val options: Map[String, String],
     private val required: StructType, private val pushed: Seq[Filter], private val filter: MessageFilter)
-    extends Scan with Batch {
+    extends Scan with Batch with SupportsReportStatistics {
   private lazy val spark = SparkSession.active
   private lazy val conf = SessionBinding.hadoopConf(spark, options)
 
@@ -39,6 +42,23 @@ final class ReplicateScan(private val plan: FilePlan, private val options: Map[S
   }
 
   override def planInputPartitions(): Array[InputPartition] = partitions
+
+  /**
+   * The size Spark's own file scans estimate: the files' bytes times
+   * `spark.sql.sources.fileCompressionFactor`, scaled to the share of the row's default size
+   * that the columns read take. A scan that reports no size is taken to be unboundedly large, so
+   * a small batch of changes was never broadcast: joining it with a large table (a hand-written
+   * MERGE) shuffled and sorted the large table whole. The row count is not known before reading.
+   */
+  override def estimateStatistics(): Statistics = new Statistics {
+    override def sizeInBytes(): OptionalLong = OptionalLong.of(estimatedBytes)
+    override def numRows(): OptionalLong = OptionalLong.empty()
+  }
+
+  private lazy val estimatedBytes: Long = {
+    val bytes = plan.files.map(_.getLen).sum * SessionBinding.fileCompressionFactor(spark)
+    (bytes * required.defaultSize / math.max(1, plan.query.schema.defaultSize)).toLong
+  }
 
   override def createReaderFactory(): PartitionReaderFactory = {
     val sc = spark.sparkContext
