@@ -2,7 +2,7 @@
 system, not from the connector), so that a small read joined with a large table is broadcast
 instead of shuffling the large table; through ``spark.read`` and through a catalog table ``USING
 replicate`` (a V1 relation in a session whose catalog is Delta Lake's), on a classic session and
-over Spark Connect."""
+over Spark Connect; and none for a stream's micro-batches."""
 
 from __future__ import annotations
 
@@ -78,3 +78,16 @@ def test_the_estimate_is_the_data_files_size(spark, avro_zone, how, tmp_path):
     with employees(spark, avro_zone, how, tmp_path) as table:
         estimate = spark.table(table)._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
     assert int(str(estimate)) == data_files_bytes(avro_zone)
+
+
+def test_a_streams_batches_report_no_size(spark, avro_zone, tmp_path):
+    """Spark asks the stream's scan for each micro-batch's size: the files listed when the stream
+    started are not the batch's, so it reports none (as Spark's Kafka source)."""
+    sizes = []
+    topic = str(avro_zone.topics[table_def(avro_zone, TABLE).topic])
+    (spark.readStream.format("replicate").option("schemaTopic", str(avro_zone.schema_topic)).option("table", TABLE)
+     .load(topic).writeStream.option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True)
+     .foreachBatch(lambda batch, _: sizes.append(int(str(batch._jdf.queryExecution().optimizedPlan().stats()
+                                                         .sizeInBytes()))))
+     .start().awaitTermination())
+    assert sizes == [2 ** 63 - 1]

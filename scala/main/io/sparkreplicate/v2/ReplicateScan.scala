@@ -49,11 +49,18 @@ final class ReplicateScan(private val plan: FilePlan, private val options: Map[S
    * that the columns read take. A scan that reports no size is taken to be unboundedly large, so
    * a small batch of changes was never broadcast: joining it with a large table (a hand-written
    * MERGE) shuffled and sorted the large table whole. The row count is not known before reading.
+   *
+   * A scan that serves a stream reports no size, as Spark's Kafka source does: Spark asks the scan
+   * for each micro-batch, whose files are not those listed when the stream started (a stream
+   * started on an empty landing would have its large batches taken for tiny ones and broadcast).
    */
   override def estimateStatistics(): Statistics = new Statistics {
-    override def sizeInBytes(): OptionalLong = OptionalLong.of(estimatedBytes)
+    override def sizeInBytes(): OptionalLong = if (streaming) OptionalLong.empty() else OptionalLong.of(estimatedBytes)
     override def numRows(): OptionalLong = OptionalLong.empty()
   }
+
+  /** Set when Spark makes the scan a stream, before it plans any of the stream's batches. */
+  @volatile private var streaming = false
 
   private lazy val estimatedBytes: Long = {
     val bytes = plan.files.map(_.getLen).sum * SessionBinding.fileCompressionFactor(spark)
@@ -72,8 +79,10 @@ final class ReplicateScan(private val plan: FilePlan, private val options: Map[S
   override def supportedCustomMetrics(): Array[CustomMetric] = ReplicateMetrics.all
 
   /** `spark.readStream`: the same columns and pushed filters, over files that keep landing. */
-  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream =
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    streaming = true
     new ReplicateMicroBatchStream(plan, options, required, filter, checkpointLocation)
+  }
 
   /**
    * Scans that read the same plan with the same columns and filters are the same scan, so Spark

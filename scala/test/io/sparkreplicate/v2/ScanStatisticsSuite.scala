@@ -1,9 +1,13 @@
 package io.sparkreplicate.v2
 
 import java.io.File
+import java.util.concurrent.ConcurrentLinkedQueue
+
+import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, SortMergeJoinExec}
+import org.apache.spark.sql.streaming.Trigger
 import org.apache.spark.sql.types.StructType
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -80,5 +84,16 @@ class ScanStatisticsSuite extends AnyFunSuite with TempDirs {
     assert(broadcasts.size == 1 && plan.collect { case join: SortMergeJoinExec => join }.isEmpty, plan.treeString)
     assert(broadcasts.head.right.treeString.contains("BatchScan replicate"), plan.treeString)
     assert(joined.count() == 40)
+  }
+
+  test("a stream's batches report no size: the files a batch reads are not those listed when the stream started") {
+    val (root, _) = landing
+    val sizes = new ConcurrentLinkedQueue[BigInt]()
+    val record: (DataFrame, Long) => Unit = (batch, _) => sizes.add(estimate(batch))
+    spark.readStream.format("replicate").option("schemaTopic", s"$root/schema").option("table", "employees.salaries")
+      .load(s"$root/data").writeStream.option("checkpointLocation", tempDir("scan-statistics-stream").toString)
+      .trigger(Trigger.AvailableNow()).foreachBatch(record).start().awaitTermination()
+    assert(sizes.asScala.toSeq == Seq(BigInt(Long.MaxValue)))
+    assert(estimate(read()) == dataBytes)
   }
 }
