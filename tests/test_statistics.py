@@ -73,6 +73,7 @@ def test_a_small_read_joined_with_a_large_table_is_broadcast(session, avro_zone,
     assert joined == sum(key is not None and 0 <= key < 5_000_000 for key in keys) > 0
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("how", ["view", "catalog table"])
 def test_the_estimate_is_the_data_files_size(spark, avro_zone, how, tmp_path):
     with employees(spark, avro_zone, how, tmp_path) as table:
@@ -80,6 +81,7 @@ def test_the_estimate_is_the_data_files_size(spark, avro_zone, how, tmp_path):
     assert int(str(estimate)) == data_files_bytes(avro_zone)
 
 
+@pytest.mark.smoke
 def test_a_streams_batches_report_no_size(spark, avro_zone, tmp_path):
     """Spark asks the stream's scan for each micro-batch's size: the files listed when the stream
     started are not the batch's, so it reports none (as Spark's Kafka source)."""
