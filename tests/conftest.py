@@ -268,6 +268,12 @@ def remote(connect_url):
     session.stop()
 
 
+@pytest.fixture(params=["classic", pytest.param("connect", marks=pytest.mark.connect)])
+def session(request):
+    """The run's classic session, then a client session of its Connect server."""
+    return request.getfixturevalue("spark" if request.param == "classic" else "remote")
+
+
 @contextmanager
 def spark_conf(spark: SparkSession, settings: dict[str, str]):
     """Sets SQL configuration for the block and restores the previous values afterwards."""
@@ -286,6 +292,11 @@ def spark_conf(spark: SparkSession, settings: dict[str, str]):
 
 def table_def(zone: LandingZone, table: str) -> TableDef:
     return next(t for t in zone.tables if t.name == table)
+
+
+def replicate_options(zone: LandingZone, table: str) -> str:
+    """The reader's options for ``table`` of ``zone``, as SQL's ``OPTIONS (...)`` takes them."""
+    return f"path '{zone.topics[table_def(zone, table).topic]}', schemaTopic '{zone.schema_topic}', table '{table}'"
 
 
 def source_row(zone: LandingZone, table: str, row: dict) -> dict:

@@ -15,12 +15,6 @@ from conftest import table_def
 TABLE = "HR.EMPLOYEES"
 
 
-@pytest.fixture(params=["classic", pytest.param("connect", marks=pytest.mark.connect)])
-def session(request):
-    """The run's classic session, then a client session of its Connect server."""
-    return request.getfixturevalue("spark" if request.param == "classic" else "remote")
-
-
 def assert_condition(error: PySparkException, condition: str, sql_state: str, *fragments: str) -> None:
     assert isinstance(error, IllegalArgumentException), type(error)
     assert error.getCondition() == condition

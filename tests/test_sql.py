@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import assert_same_rows, collect_plain, expected_rows, table_def
+from conftest import assert_same_rows, collect_plain, expected_rows, replicate_options
 
 TABLE = "HR.EMPLOYEES"
 
 
-@pytest.fixture(params=["classic", pytest.param("connect", marks=pytest.mark.connect)])
-def session(request):
-    return request.getfixturevalue("spark" if request.param == "classic" else "remote")
-
-
-def replicate_options(zone) -> str:
-    return (f"path '{zone.topics[table_def(zone, TABLE).topic]}', schemaTopic '{zone.schema_topic}', "
-            f"table '{TABLE}'")
-
-
 def test_a_temporary_view_using_replicate(session, avro_zone):
-    session.sql(f"CREATE OR REPLACE TEMPORARY VIEW employees USING replicate OPTIONS ({replicate_options(avro_zone)})")
+    options = replicate_options(avro_zone, TABLE)
+    session.sql(f"CREATE OR REPLACE TEMPORARY VIEW employees USING replicate OPTIONS ({options})")
     try:
         assert_same_rows(collect_plain(session.sql("SELECT * FROM employees")), expected_rows(avro_zone, TABLE))
         deletes = session.sql("SELECT count(*) FROM employees WHERE header__operation = 'DELETE'").first()[0]
@@ -36,7 +27,8 @@ def test_a_temporary_view_using_replicate(session, avro_zone):
 def test_a_catalog_table_using_replicate_and_a_view_over_it(session, avro_zone, tmp_path):
     session.sql(f"CREATE DATABASE replicate_sql LOCATION '{tmp_path / 'replicate_sql.db'}'")
     try:
-        session.sql(f"CREATE TABLE replicate_sql.employees USING replicate OPTIONS ({replicate_options(avro_zone)})")
+        options = replicate_options(avro_zone, TABLE)
+        session.sql(f"CREATE TABLE replicate_sql.employees USING replicate OPTIONS ({options})")
         session.sql("CREATE VIEW replicate_sql.inserts AS "
                     "SELECT * FROM replicate_sql.employees WHERE header__operation = 'INSERT'")
         assert_same_rows(collect_plain(session.sql("SELECT * FROM replicate_sql.employees")),

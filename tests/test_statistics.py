@@ -11,14 +11,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from conftest import table_def
+from conftest import replicate_options, spark_conf, table_def
 
 TABLE = "HR.EMPLOYEES"
-
-
-@pytest.fixture(params=["classic", pytest.param("connect", marks=pytest.mark.connect)])
-def session(request):
-    return request.getfixturevalue("spark" if request.param == "classic" else "remote")
 
 
 def data_files_bytes(zone) -> int:
@@ -27,16 +22,12 @@ def data_files_bytes(zone) -> int:
                for name in names if not name.startswith((".", "_")))
 
 
-def options(zone) -> str:
-    return (f"path '{zone.topics[table_def(zone, TABLE).topic]}', schemaTopic '{zone.schema_topic}', "
-            f"table '{TABLE}'")
-
-
 @contextmanager
 def employees(session, zone, how: str, tmp_path):
     """``how``: a temporary view of a read (DataSource V2), or a catalog table (Spark's V1 path)."""
+    options = replicate_options(zone, TABLE)
     if how == "view":
-        session.sql(f"CREATE OR REPLACE TEMPORARY VIEW employees USING replicate OPTIONS ({options(zone)})")
+        session.sql(f"CREATE OR REPLACE TEMPORARY VIEW employees USING replicate OPTIONS ({options})")
         try:
             yield "employees"
         finally:
@@ -44,28 +35,20 @@ def employees(session, zone, how: str, tmp_path):
     else:
         session.sql(f"CREATE DATABASE replicate_stats LOCATION '{tmp_path / 'replicate_stats.db'}'")
         try:
-            session.sql(f"CREATE TABLE replicate_stats.employees USING replicate OPTIONS ({options(zone)})")
+            session.sql(f"CREATE TABLE replicate_stats.employees USING replicate OPTIONS ({options})")
             yield "replicate_stats.employees"
         finally:
             session.sql("DROP DATABASE replicate_stats CASCADE")
-
-
-@contextmanager
-def without_adaptive_execution(session):
-    """The join planned from the estimates alone: adaptive execution would also broadcast a small
-    side, but only after shuffling the large one."""
-    session.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        yield
-    finally:
-        session.conf.unset("spark.sql.adaptive.enabled")
 
 
 @pytest.mark.parametrize("how", ["view", "catalog table"])
 def test_a_small_read_joined_with_a_large_table_is_broadcast(session, avro_zone, how, tmp_path):
     query = ("SELECT count(*) FROM (SELECT CAST(id AS INT) AS EMP_ID FROM range(0, 5000000)) large "
              "JOIN {table} e USING (EMP_ID)")
-    with employees(session, avro_zone, how, tmp_path) as table, without_adaptive_execution(session):
+    # Adaptive execution off: the join planned from the estimates alone (adaptive execution would
+    # also broadcast a small side, but only after shuffling the large one).
+    with employees(session, avro_zone, how, tmp_path) as table, \
+            spark_conf(session, {"spark.sql.adaptive.enabled": "false"}):
         plan = session.sql("EXPLAIN " + query.format(table=table)).first()[0]
         assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
         joined = session.sql(query.format(table=table)).first()[0]

@@ -20,6 +20,8 @@ final class ReplicateScan(private val plan: FilePlan, private val options: Map[S
     extends Scan with Batch with SupportsReportStatistics {
   private lazy val spark = SparkSession.active
   private lazy val conf = SessionBinding.hadoopConf(spark, options)
+  /** Set when Spark makes the scan a stream, before it plans any of the stream's batches. */
+  @volatile private var streaming = false
 
   private lazy val partitions: Array[InputPartition] =
     FilePlanner.dataSplits(plan, conf, SessionBinding.splitPlanner(spark))
@@ -58,9 +60,6 @@ final class ReplicateScan(private val plan: FilePlan, private val options: Map[S
     override def sizeInBytes(): OptionalLong = if (streaming) OptionalLong.empty() else OptionalLong.of(estimatedBytes)
     override def numRows(): OptionalLong = OptionalLong.empty()
   }
-
-  /** Set when Spark makes the scan a stream, before it plans any of the stream's batches. */
-  @volatile private var streaming = false
 
   private lazy val estimatedBytes: Long = {
     val bytes = plan.files.map(_.getLen).sum * SessionBinding.fileCompressionFactor(spark)

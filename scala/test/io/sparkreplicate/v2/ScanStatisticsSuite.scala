@@ -47,10 +47,15 @@ class ScanStatisticsSuite extends AnyFunSuite with TempDirs {
     (root.getAbsolutePath, files)
   }
 
-  private def read(): DataFrame = {
+  /** The reader's options for the landing's table, and its data path. */
+  private def readOptions: (Map[String, String], String) = {
     val (root, _) = landing
-    spark.read.format("replicate").option("schemaTopic", s"$root/schema").option("table", "employees.salaries")
-      .load(s"$root/data")
+    (Map("schemaTopic" -> s"$root/schema", "table" -> "employees.salaries"), s"$root/data")
+  }
+
+  private def read(): DataFrame = {
+    val (options, data) = readOptions
+    spark.read.format("replicate").options(options).load(data)
   }
 
   private def estimate(df: DataFrame): BigInt = df.queryExecution.optimizedPlan.stats.sizeInBytes
@@ -87,11 +92,10 @@ class ScanStatisticsSuite extends AnyFunSuite with TempDirs {
   }
 
   test("a stream's batches report no size: the files a batch reads are not those listed when the stream started") {
-    val (root, _) = landing
+    val (options, data) = readOptions
     val sizes = new ConcurrentLinkedQueue[BigInt]()
     val record: (DataFrame, Long) => Unit = (batch, _) => sizes.add(estimate(batch))
-    spark.readStream.format("replicate").option("schemaTopic", s"$root/schema").option("table", "employees.salaries")
-      .load(s"$root/data").writeStream.option("checkpointLocation", tempDir("scan-statistics-stream").toString)
+    spark.readStream.format("replicate").options(options).load(data).writeStream.option("checkpointLocation", tempDir("scan-statistics-stream").toString)
       .trigger(Trigger.AvailableNow()).foreachBatch(record).start().awaitTermination()
     assert(sizes.asScala.toSeq == Seq(BigInt(Long.MaxValue)))
     assert(estimate(read()) == dataBytes)
