@@ -8,10 +8,11 @@ How: every change becomes an event on its key (an UPDATE that changes the key al
 DELETE of the old key), ordered per key by change sequence with full-load rows first. An event
 that sets every column (its mask names them all, or it starts a row) carries them in one struct,
 ``FULL``; an event whose mask leaves columns out carries its values and its mask in another,
-``PARTIAL``. Over a window per key, one function of the connector's,
-``replicate_values_after``, folds the events in order: a ``FULL`` sets every column, a ``PARTIAL``
-the columns its mask names. So the events cross the shuffle and the sort as one struct each, and
-the window keeps one value per key.
+``PARTIAL`` (a row moved to a new key with such a mask carries both: its before-image as its
+``FULL``). Over a window per key, one function of the connector's, ``replicate_values_after``,
+folds the events in order: a ``FULL`` sets every column, then a ``PARTIAL`` the columns its mask
+names. So the events cross the shuffle and the sort as one struct each, and the window keeps one
+value per key.
 :mod:`spark_replicate.apply` replays a batch the same way over the rows a Delta table holds.
 """
 
@@ -39,8 +40,10 @@ ORDER_COLUMNS = (RANK, SEQUENCE, OPERATION, DERIVED)
 # it does not: struct(m0, m1...: its mask (see mask_words), v: the same struct). The event's order
 # travels in its own columns (ORDER_COLUMNS), which the window sorts by.
 FULL, PARTIAL = "__replicate_full", "__replicate_partial"
-# The connector's window function that folds a key's events into its values (see its Scala class).
+# The connector's window function that folds a key's events into its values, and its function that
+# takes a mask's column names as bits (see their Scala classes).
 VALUES_AFTER, _VALUES = "replicate_values_after", "__replicate_values"
+NAMES_MASK = "replicate_names_mask"
 
 
 class Layout(NamedTuple):
@@ -98,11 +101,6 @@ def mask_words(layout: Layout) -> int:
     return (len(layout.values) + 63) // 64
 
 
-def bit(index: int) -> str:
-    """Value column ``index``'s bit in its mask word (SQL)."""
-    return f"shiftleft(1L, {index % 64})"
-
-
 def full_struct(values: list[str]) -> str:
     """The ``FULL`` of an event that sets the value columns to ``values`` (SQL): fields v0, v1...
     (none for a table whose columns are all keys)."""
@@ -113,7 +111,7 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     """Every change as an event on its key (a change delivered twice, twice: :func:`replay` drops
     the repeat): the keys, change sequence, operation, ``RANK`` 1 (a change, not a baseline),
     ``DERIVED`` (the DELETE of a moved row's old key), and ``FULL`` when the event sets every
-    column, else ``PARTIAL``."""
+    column, else ``PARTIAL`` (both for a moved row whose mask leaves columns out)."""
     # SQL text, not Column functions: on a classic session each of those is several py4j calls, and
     # a table of ten columns took a second of them per batch.
     keys, values = layout.keys, layout.values
@@ -130,18 +128,19 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     whole_row = f"({OPERATION} IN ('INSERT', 'REFRESH') OR {moved})"
     # A mask's names are the table's (those of the row's version), each once: all of them, if as many.
     all_present = f"({_PRESENT} IS NULL OR size({_PRESENT}) = {len(layout.columns)})"
-
-    def in_mask(column: str) -> str:
-        return f"array_contains({_PRESENT}, {sql_string(column)})"
-
-    # A moved row starts from its before-image for the columns its mask leaves out.
-    moved_values = [f"CASE WHEN {in_mask(c)} THEN {quote(c)} ELSE {before}.{quote(c)} END" for c in values]
-    as_given = full_struct(list(map(quote, values)))
-    full = f"CASE WHEN {moved} AND NOT {all_present} THEN {full_struct(moved_values)} ELSE {as_given} END"
     sets_all = f"({whole_row} OR {all_present})"
-    masks = "".join(f"'m{w}', " + " | ".join(f"IF({in_mask(c)}, {bit(i)}, 0L)" for i, c in enumerate(values)
-                                             if i // 64 == w) + ", " for w in range(mask_words(layout)))
+    # Word w of the mask: the bits of value columns 64w to 64w + 63 that it names, by one function
+    # call: an array_contains per column made the projection's code too long (see NamesMask).
+    masks = "".join(f"'m{w}', {NAMES_MASK}({_PRESENT}, " + ", ".join(f"X'{c.encode().hex()}'" for c in
+                                                                    values[64 * w:64 * (w + 1)]) + "), "
+                    for w in range(mask_words(layout)))
+    as_given = full_struct(list(map(quote, values)))
     partial = f"named_struct({masks}'v', {as_given})"
+    # A row moved to a new key whose mask leaves columns out starts from its before-image: its event
+    # carries both, the before-image's values as its FULL and its own as its PARTIAL.
+    moved_partly = f"({moved} AND NOT {all_present})"
+    full = f"CASE WHEN {moved_partly} THEN {full_struct([f'{before}.{quote(c)}' for c in values])} ELSE {as_given} END"
+    register_functions(changes.sparkSession)
     # One scan of the changes: a moved row is read once and gives both of its events, where a
     # union of two scans would plan a Kafka read's offsets twice, and a record produced in between
     # would give its moved row's DELETE of the old key without its row at the new one.
@@ -150,7 +149,7 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
         *(f"IF({DERIVED}, {before}.{quote(k)}, {quote(k)}) AS {quote(k)}" for k in keys), SEQUENCE,
         f"IF({DERIVED}, '{DELETE}', {OPERATION}) AS {OPERATION}", f"1 AS {RANK}", DERIVED,
         f"CASE WHEN NOT {DERIVED} AND {sets_all} THEN {full} END AS {FULL}",
-        f"CASE WHEN NOT {DERIVED} AND NOT {sets_all} THEN {partial} END AS {PARTIAL}")
+        f"CASE WHEN NOT {DERIVED} AND (NOT {sets_all} OR {moved_partly}) THEN {partial} END AS {PARTIAL}")
 
 
 def event_order(layout: Layout) -> str:
@@ -202,9 +201,10 @@ def _replayed(events: DataFrame, layout: Layout, frame: str, *more: str) -> Data
     """Every event with the keys, operation, ``RANK``, ``DERIVED``, the table's columns as they
     stand after the events of ``frame`` (a window of :func:`windows`), change sequence, ``LAST`` and
     ``more``: windows of one order, so one operator."""
-    # Shuffled and sorted as they are, before the window, which then takes them in that order.
-    ordered = events.repartition(*map(quoted, layout.keys)).sortWithinPartitions(
-        *map(quoted, layout.keys), *ORDER_COLUMNS)
+    # Shuffled by key; the window's own sort orders each key's events. (A sort of them made here
+    # was sorted again: where every event has the same RANK, as changes without a baseline, Spark
+    # drops the constant from this sort's order but not from the window's, which then differ.)
+    ordered = events.repartition(*map(quoted, layout.keys))
     folded = []
     if layout.values:  # (a table whose columns are all keys has no values to fold)
         register_functions(events.sparkSession)

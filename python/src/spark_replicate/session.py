@@ -114,10 +114,10 @@ def register_functions(spark: SparkSession) -> None:
     ``spark.sql.extensions`` (``configure_spark`` sets them); a Spark Connect server needs them set."""
     if getattr(spark, "_jsparkSession", None) is None:  # Spark Connect
         return
-    if not _loadable(spark._jvm, _VALUES_AFTER_CLASS):
+    if not _loadable(spark._jvm, _REPLAY_FUNCTIONS_CLASS):
         raise ReplicateSetupError("applying changes needs the spark-replicate jar on the session: build it with "
                                   "spark_replicate.configure_spark, or add the jar to spark.jars")
-    spark._jvm.io.sparkreplicate.cdc.ValuesAfter.register(spark._jsparkSession)
+    spark._jvm.io.sparkreplicate.cdc.ReplayFunctions.register(spark._jsparkSession)
 
 
 @contextmanager
@@ -162,7 +162,7 @@ def _refuse_remote(builder: SparkSession.Builder) -> None:
 
 
 _CONNECTOR_CLASS = "io.sparkreplicate.v2.ReplicateDataSource"
-_VALUES_AFTER_CLASS = "io.sparkreplicate.cdc.ValuesAfter"
+_REPLAY_FUNCTIONS_CLASS = "io.sparkreplicate.cdc.ReplayFunctions"
 
 
 def _loadable(jvm, class_name: str) -> bool:

@@ -18,8 +18,9 @@ import io.sparkreplicate.catalyst.OutputColumns
  * DELETE of the old key), ordered per key by change sequence with full-load rows first. An event
  * that sets every column (its mask names them all, or it starts a row) carries them in one struct,
  * `Full`; an event whose mask leaves columns out carries its values and its mask in another,
- * `Partial`. Over a window per key, one function, [[ValuesAfter]], folds the events in
- * order: a `Full` sets every column, a `Partial` the columns its mask names. So the events cross
+ * `Partial` (a row moved to a new key with such a mask carries both: its before-image as its
+ * `Full`). Over a window per key, one function, [[ValuesAfter]], folds the events in
+ * order: a `Full` sets every column, then a `Partial` the columns its mask names. So the events cross
  * the shuffle and the sort as one struct each, and the window keeps one value per key.
  * [[DeltaTarget]] replays a batch the same way after the rows a Delta table holds.
  */
@@ -141,9 +142,6 @@ object Changes {
     Layout(columns, chosen)
   }
 
-  /** Value column `index`'s bit in word `index / 64` of a `Partial`'s mask, m0, m1... */
-  private def bit(index: Int): Column = lit(1L << (index % 64))
-
   /**
    * The `Full` of an event that sets the value columns to `values`: fields v0, v1... (none for a
    * table whose columns are all keys). Its order travels in its own columns, which the window sorts by.
@@ -154,7 +152,8 @@ object Changes {
   /**
    * Every change as an event on its key (a change delivered twice, twice: [[replay]] drops the
    * repeat): the keys, change sequence, operation, `Rank` 1 (a change, not a baseline), `Derived`
-   * (the DELETE of a moved row's old key), and `Full` when the event sets every column, else `Partial`.
+   * (the DELETE of a moved row's old key), and `Full` when the event sets every column, else `Partial`
+   * (both for a moved row whose mask leaves columns out).
    */
   private[cdc] def changeEvents(changes: DataFrame, layout: Layout): DataFrame = {
     val (keys, values) = (layout.keys, layout.values)
@@ -171,15 +170,18 @@ object Changes {
     val wholeRow = col(Operation).isin("INSERT", "REFRESH") || moved
     // A mask's names are the table's (those of the row's version), each once: all of them, if as many.
     val allPresent = col(PresentColumns).isNull || size(col(PresentColumns)) === layout.columns.size
-    def inMask(name: String): Column = array_contains(col(PresentColumns), name)
-    // A moved row starts from its before-image for the columns its mask leaves out.
-    val movedValues = values.map(c => when(inMask(c), quoted(c)).otherwise(before.getField(c)))
-    val asGiven = fullStruct(values.map(quoted))
-    val full = when(moved && !allPresent, fullStruct(movedValues)).otherwise(asGiven)
-    val masks = values.zipWithIndex.grouped(64).zipWithIndex.map { case (word, w) =>
-      word.map { case (c, i) => when(inMask(c), bit(i)).otherwise(lit(0L)) }.reduce(_ bitwiseOR _).as(s"m$w")
+    // Word w of the mask: the bits of value columns 64w to 64w + 63 that it names, by one function
+    // call: an array_contains per column made the projection's code too long (see NamesMask).
+    ReplayFunctions.register(changes.sparkSession)
+    val masks = values.grouped(64).zipWithIndex.map { case (word, w) =>
+      call_function(NamesMask.Name, col(PresentColumns) +: word.map(lit): _*).as(s"m$w")
     }.toSeq
+    val asGiven = fullStruct(values.map(quoted))
     val partial = struct(masks :+ asGiven.as("v"): _*)
+    // A row moved to a new key whose mask leaves columns out starts from its before-image: its event
+    // carries both, the before-image's values as its `Full` and its own as its `Partial`.
+    val movedPartly = moved && !allPresent
+    val full = when(movedPartly, fullStruct(values.map(before.getField))).otherwise(asGiven)
     val setsAll = wholeRow || allPresent
     // One scan of the changes: a moved row is read once and gives both of its events, where a
     // union of two scans would plan a Kafka read's offsets twice, and a record produced in between
@@ -189,7 +191,7 @@ object Changes {
     val derived = col(Derived)
     copies.select(keys.map(k => when(derived, before.getField(k)).otherwise(quoted(k)).as(k)) ++ Seq(col(ChangeSeq),
       when(derived, lit(Delete)).otherwise(col(Operation)).as(Operation), lit(1).as(Rank), derived,
-      when(!derived && setsAll, full).as(Full), when(!derived && !setsAll, partial).as(Partial)): _*)
+      when(!derived && setsAll, full).as(Full), when(!derived && (!setsAll || movedPartly), partial).as(Partial)): _*)
   }
 
   /** The events of each key in the order they happened: a window over it after [[replay]] reuses its sort. */
@@ -236,13 +238,14 @@ object Changes {
    * windows of one order, so one operator.
    */
   private def replayed(events: DataFrame, layout: Layout, frame: WindowSpec, more: Column*): DataFrame = {
-    // Shuffled and sorted as they are, before the window, which then takes them in that order.
+    // Shuffled by key; the window's own sort orders each key's events. (A sort of them made here
+    // was sorted again: where every event has the same `Rank`, as changes without a baseline, Spark
+    // drops the constant from this sort's order but not from the window's, which then differ.)
     val keys = layout.keys.map(quoted)
     val ordered = events.repartition(keys: _*)
-      .sortWithinPartitions(keys ++ orderColumns: _*)
     // A table whose columns are all keys has no values to fold.
     val folded = if (layout.values.isEmpty) Nil else {
-      ValuesAfter.register(events.sparkSession)
+      ReplayFunctions.register(events.sparkSession)
       Seq(call_function(ValuesAfter.Name, col(Full), col(Partial)).over(frame).as(ValuesAfterEvents))
     }
     val windowed = ordered.select(keys ++ Seq(col(Operation), col(Rank), col(Derived), col(ChangeSeq)) ++ folded ++

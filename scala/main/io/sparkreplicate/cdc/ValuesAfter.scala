@@ -1,6 +1,5 @@
 package io.sparkreplicate.cdc
 
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, ExpressionInfo, GenericInternalRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.ImperativeAggregate
@@ -11,7 +10,9 @@ import org.apache.spark.sql.types.{DataType, LongType, StructField, StructType}
  * `replicate_values_after(full, partial)` over a window of a key's events in their order: the
  * value columns as they stand after the frame's events, folded in the order the frame gives them.
  * An event's `full` (its `Full`: the struct of its values) sets every column, one copy of it;
- * its `partial` (struct(m0.., v)) sets the columns its mask words name. The replay's one window
+ * then its `partial` (struct(m0.., v)) sets the columns its mask words name. An event has one of
+ * them, or both: a row moved to a new key whose mask leaves columns out starts from its
+ * before-image. The replay's one window
  * function for all the columns: `last(..., ignoreNulls)` per column, as before it, spread every
  * partial event into a struct per column and kept a value per column in the window, which took
  * about a fifth more time for `latest_state` on the benchmark's apply data.
@@ -57,22 +58,21 @@ final case class ValuesAfter(full: Expression, partial: Expression, mutableAggBu
       // Copied: the frame's rows are the window's buffer, which a spill reads back into one row.
       buffer.update(mutableAggBufferOffset, event.copy())
       clearSet(buffer)
-    } else {
-      val columns = partial.eval(input).asInstanceOf[InternalRow]
-      if (columns != null) {
-        val v = columns.getStruct(partialValues, width)
-        var w = 0
-        while (w < words) {
-          var bits = columns.getLong(w)
-          buffer.setLong(setWord(w), buffer.getLong(setWord(w)) | bits)
-          while (bits != 0) {
-            val i = 64 * w + java.lang.Long.numberOfTrailingZeros(bits)
-            buffer.update(mutableAggBufferOffset + 1 + i,
-              if (v.isNullAt(i)) null else InternalRow.copyValue(v.get(i, types(i))))
-            bits &= bits - 1
-          }
-          w += 1
+    }
+    val columns = partial.eval(input).asInstanceOf[InternalRow]
+    if (columns != null) {
+      val v = columns.getStruct(partialValues, width)
+      var w = 0
+      while (w < words) {
+        var bits = columns.getLong(w)
+        buffer.setLong(setWord(w), buffer.getLong(setWord(w)) | bits)
+        while (bits != 0) {
+          val i = 64 * w + java.lang.Long.numberOfTrailingZeros(bits)
+          buffer.update(mutableAggBufferOffset + 1 + i,
+            if (v.isNullAt(i)) null else InternalRow.copyValue(v.get(i, types(i))))
+          bits &= bits - 1
         }
+        w += 1
       }
     }
   }
@@ -117,16 +117,5 @@ object ValuesAfter {
   def build(arguments: Seq[Expression]): Expression = arguments match {
     case Seq(full, partial) => ValuesAfter(full, partial)
     case _ => throw new IllegalArgumentException(s"$Name takes an event's full and partial structs")
-  }
-
-  /**
-   * Registers the function on a classic session that lacks it (one not started with
-   * `spark.sql.extensions=io.sparkreplicate.ReplicateExtensions`); a Spark Connect server needs
-   * the extensions, as for `from_replicate`.
-   */
-  def register(spark: SparkSession): Unit = spark match {
-    case classic: org.apache.spark.sql.classic.SparkSession if !spark.catalog.functionExists(Name) =>
-      classic.sessionState.functionRegistry.createOrReplaceTempFunction(Name, build _, "built-in")
-    case _ =>
   }
 }

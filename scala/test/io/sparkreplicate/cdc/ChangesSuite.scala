@@ -105,6 +105,41 @@ class ChangesSuite extends AnyFunSuite with TempDirs {
     assert(Changes.latestState(plain, Seq("ID")).count() == 2)
   }
 
+  test("replicate_names_mask: a bit per name the array holds, null for a null array, names as strings or UTF-8 bytes") {
+    ReplayFunctions.register(spark)
+    val row = spark.sql("SELECT replicate_names_mask(array('B', 'Ü', NULL, 'X'), 'A', 'B', X'C39C'), " +
+      "replicate_names_mask(CAST(NULL AS ARRAY<STRING>), 'A'), replicate_names_mask(CAST(array() AS ARRAY<STRING>), 'A')").head()
+    assert(row.getLong(0) == 6L && row.isNullAt(1) && row.getLong(2) == 0L)
+    val sixtyFive = (0 to 64).map(i => s"'c$i'").mkString(", ")
+    val error = intercept[Exception](spark.sql(s"SELECT replicate_names_mask(array('c0'), $sixtyFive)").head())
+    assert(error.getMessage.contains("at most 64"))
+  }
+
+  test("a wide table's events: their projection fits whole-stage code generation, and the window sorts them once") {
+    import org.apache.spark.sql.execution.debug.codegenStringSeq
+    // 30 columns of the types a table mixes, as the benchmark's: with a generated loop per column
+    // to read its mask, the projection's code was 12.8 KB, past the 8,000 bytes HotSpot compiles.
+    val types = Seq(IntegerType, LongType, StringType, DecimalType(18, 2), TimestampType, DateType)
+    val wide = StructType(StructField("ID", LongType, nullable = true, key) +:
+      (1 until 30).map(i => StructField(s"C$i", types(i % types.size))))
+    val wideSchema = StructType(wide.fields ++ Seq(
+      StructField(OutputColumns.Operation, StringType), StructField(OutputColumns.ChangeSeq, StringType),
+      StructField(OutputColumns.PresentColumns, ArrayType(StringType, containsNull = false)),
+      StructField(OutputColumns.BeforeImage, wide)))
+    // (From an RDD: Spark would fold a projection of local rows into new local rows.)
+    val events = spark.createDataFrame(spark.sparkContext.emptyRDD[Row], wideSchema)
+    val layout = Changes.tableLayout(events, Nil)
+    val adaptive = "spark.sql.adaptive.enabled"
+    spark.conf.set(adaptive, "false") // (the plan as it runs, not one adaptive execution plans per stage)
+    try {
+      val sizes = codegenStringSeq(Changes.changeEvents(events, layout).queryExecution.executedPlan)
+        .map(_._3.maxMethodCodeSize)
+      assert(sizes.nonEmpty && sizes.forall(_ <= 8000), s"the longest method of each stage: $sizes")
+      val replayed = Changes.replayLast(Changes.changeEvents(events, layout), layout).queryExecution.executedPlan
+      assert(replayed.collect { case s: org.apache.spark.sql.execution.SortExec => s }.size == 1, replayed)
+    } finally spark.conf.unset(adaptive)
+  }
+
   /** The changes up to sequence 002 (with the full load), then the others. */
   private def inTwoBatches: Seq[DataFrame] = {
     val early = col(OutputColumns.ChangeSeq).isNull || col(OutputColumns.ChangeSeq) <= "002"
