@@ -117,8 +117,9 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     keys, values = layout.keys, layout.values
     # The flags of a row (whether it moves to a new key, sets every column, has a mask naming every
     # column) are written into each expression that needs them, not made columns of a projection of
-    # their own, which copied every column of the input once more (code this long runs outside
-    # whole-stage code generation, where each projection makes its own rows; README: Speed).
+    # their own, which copied every column of the input once more wherever the events run outside
+    # whole-stage code generation, where each projection makes its own rows (a table of more columns
+    # than it takes, ``spark.sql.codegen.maxFields``; README: Speed).
     # Subexpression elimination leaves out what only a branch evaluates, so a flag is tested once
     # per struct, not within each of its fields: with ``moved`` in every field's condition, a row
     # tested it (reading the before-image) once per column.
