@@ -90,8 +90,8 @@ def test_the_changes_are_read_by_one_scan(spark, zones, helper, implementation):
 def test_a_wide_tables_events_fit_whole_stage_code_generation_and_are_sorted_once(spark, tmp_path):
     """The events of a table of 30 columns of mixed types, as the benchmark's: with a generated loop
     per column to read its mask, their projection's code was 12.8 KB, past the 8,000 bytes HotSpot
-    compiles, and ran outside whole-stage code generation at about twice the time; the window sorted
-    them twice. (The Scala twin: ChangesSuite.)"""
+    compiles, and ran outside whole-stage code generation; the window sorted them twice. (The Scala
+    twin: ChangesSuite.)"""
     import re
 
     from pyspark.sql.types import (ArrayType, DateType, DecimalType, IntegerType, LongType, StringType,

@@ -132,8 +132,7 @@ def change_events(changes: DataFrame, layout: Layout) -> DataFrame:
     sets_all = f"({whole_row} OR {all_present})"
     # Word w of the mask: the bits of value columns 64w to 64w + 63 that it names, by one function
     # call: an array_contains per column made the projection's code too long (see NamesMask).
-    masks = "".join(f"'m{w}', {NAMES_MASK}({_PRESENT}, " + ", ".join(f"X'{c.encode().hex()}'" for c in
-                                                                    values[64 * w:64 * (w + 1)]) + "), "
+    masks = "".join(f"'m{w}', {NAMES_MASK}({_PRESENT}, {', '.join(map(sql_bytes, values[64 * w:64 * (w + 1)]))}), "
                     for w in range(mask_words(layout)))
     as_given = full_struct(list(map(quote, values)))
     partial = f"named_struct({masks}'v', {as_given})"
@@ -221,7 +220,13 @@ def sql_names(columns: list[str]) -> str:
     return ", ".join(map(quote, columns))
 
 
+def sql_bytes(value: str) -> str:
+    """``value``'s UTF-8 bytes as a SQL binary literal, which means the same whatever the session's
+    settings, where how a quoted literal's backslashes read depends on
+    ``spark.sql.parser.escapedStringLiterals``."""
+    return f"X'{value.encode().hex()}'"
+
+
 def sql_string(value: str) -> str:
-    """``value`` as SQL that means it whatever the session's settings: its UTF-8 bytes in hex,
-    since how a quoted literal's backslashes read depends on ``spark.sql.parser.escapedStringLiterals``."""
-    return f"decode(X'{value.encode().hex()}', 'UTF-8')"
+    """``value`` as SQL that means it whatever the session's settings (see :func:`sql_bytes`)."""
+    return f"decode({sql_bytes(value)}, 'UTF-8')"

@@ -108,7 +108,8 @@ class ChangesSuite extends AnyFunSuite with TempDirs {
   test("replicate_names_mask: a bit per name the array holds, null for a null array, names as strings or UTF-8 bytes") {
     ReplayFunctions.register(spark)
     val row = spark.sql("SELECT replicate_names_mask(array('B', 'Ü', NULL, 'X'), 'A', 'B', X'C39C'), " +
-      "replicate_names_mask(CAST(NULL AS ARRAY<STRING>), 'A'), replicate_names_mask(CAST(array() AS ARRAY<STRING>), 'A')").head()
+      "replicate_names_mask(CAST(NULL AS ARRAY<STRING>), 'A'), " +
+      "replicate_names_mask(CAST(array() AS ARRAY<STRING>), 'A')").head()
     assert(row.getLong(0) == 6L && row.isNullAt(1) && row.getLong(2) == 0L)
     val sixtyFive = (0 to 64).map(i => s"'c$i'").mkString(", ")
     val error = intercept[Exception](spark.sql(s"SELECT replicate_names_mask(array('c0'), $sixtyFive)").head())

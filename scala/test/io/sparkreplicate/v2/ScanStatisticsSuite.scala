@@ -95,7 +95,8 @@ class ScanStatisticsSuite extends AnyFunSuite with TempDirs {
     val (options, data) = readOptions
     val sizes = new ConcurrentLinkedQueue[BigInt]()
     val record: (DataFrame, Long) => Unit = (batch, _) => sizes.add(estimate(batch))
-    spark.readStream.format("replicate").options(options).load(data).writeStream.option("checkpointLocation", tempDir("scan-statistics-stream").toString)
+    spark.readStream.format("replicate").options(options).load(data).writeStream
+      .option("checkpointLocation", tempDir("scan-statistics-stream").toString)
       .trigger(Trigger.AvailableNow()).foreachBatch(record).start().awaitTermination()
     assert(sizes.asScala.toSeq == Seq(BigInt(Long.MaxValue)))
     assert(estimate(read()) == dataBytes)
