@@ -63,7 +63,8 @@ final class SliceDecoder extends Decoder {
       asciiFrom = offset
       asciiTo = Utf8Validator.asciiEnd(buf, offset, end)
     }
-    offset + length <= asciiTo || Utf8Validator.isValid(buf, offset, length)
+    // The run's end is the string's first non-ASCII byte: the check starts there.
+    offset + length <= asciiTo || Utf8Validator.isValidFrom(buf, asciiTo, offset + length)
   }
 
   def field: String = SliceDecoder.Fields(fieldIndex)

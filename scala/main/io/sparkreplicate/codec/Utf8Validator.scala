@@ -10,35 +10,18 @@ package io.sparkreplicate.codec
  * step, and a word with a non-ASCII byte goes straight to that byte's sequence.
  */
 object Utf8Validator {
+  /** Whether the slice is valid UTF-8: its leading ASCII run found word by word, then the rest checked. */
   def isValid(bytes: Array[Byte], offset: Int, length: Int): Boolean = {
-    // A word may be read past the slice while it stays inside the array (a short string in the
-    // middle of a message), its bytes beyond the slice masked out: the slice must lie inside.
-    if (offset < 0 || length < 0 || offset > bytes.length - length) throw new IndexOutOfBoundsException(
-      s"slice [$offset, $offset + $length) of an array of ${bytes.length} bytes")
     val end = offset + length
-    if (length >= 8) {
-      // Whole words, the last one ending at `end`: it overlaps bytes already found ASCII, which add
-      // no high bit, so no word is masked and no byte is checked alone.
-      val lastWord = end - 8
-      var i = offset
-      while (i < lastWord) {
-        if (ByteWords.highBits(bytes, i) != 0) return validFrom(bytes, i, end)
-        i += 8
-      }
-      ByteWords.highBits(bytes, lastWord) == 0 || validFrom(bytes, i, end)
-    } else if (bytes.length - offset >= 8) {
-      // A short string: one word, the bytes past the slice masked out.
-      ByteWords.highBits(bytes, offset, length) == 0 || validFrom(bytes, offset, end)
-    } else validFrom(bytes, offset, end)
+    isValidFrom(bytes, asciiEnd(bytes, offset, end), end)
   }
 
   /**
    * The index of the first byte of `[from, end)` with its high bit set, or `end`: how far the text
-   * from `from` is ASCII, which needs no further check. Word by word, like [[isValid]].
+   * from `from` is ASCII, which needs no further check. Word by word.
    */
   def asciiEnd(bytes: Array[Byte], from: Int, end: Int): Int = {
-    if (from < 0 || from > end || end > bytes.length) throw new IndexOutOfBoundsException(
-      s"range [$from, $end) of an array of ${bytes.length} bytes")
+    checkRange(bytes, from, end)
     var i = from
     while (i <= end - 8) {
       val high = ByteWords.highBits(bytes, i)
@@ -54,6 +37,19 @@ object Utf8Validator {
       i
     }
   }
+
+  /**
+   * Whether `[from, end)` is valid UTF-8, for a caller that knows the text before `from` is ASCII:
+   * the check of a string that [[asciiEnd]] found a non-ASCII byte in starts at that byte.
+   */
+  def isValidFrom(bytes: Array[Byte], from: Int, end: Int): Boolean = {
+    checkRange(bytes, from, end)
+    validFrom(bytes, from, end)
+  }
+
+  private def checkRange(bytes: Array[Byte], from: Int, end: Int): Unit =
+    if (from < 0 || from > end || end > bytes.length) throw new IndexOutOfBoundsException(
+      s"range [$from, $end) of an array of ${bytes.length} bytes")
 
   /**
    * Validates `[from, end)`, where a non-ASCII byte was seen (or the array's end is too near for a
