@@ -46,7 +46,7 @@ def landings(draw) -> dict:
         tables=evolving_tables() if draw(st.booleans()) else None)
 
 
-@settings(EXAMPLES, max_examples=12)
+@settings(EXAMPLES, max_examples=10)
 @given(landings())
 def test_any_landing_reads_as_the_generator_wrote_it(spark, landing):
     with tempfile.TemporaryDirectory() as work:
@@ -78,7 +78,7 @@ def change_sets(draw) -> dict:
 
 @pytest.mark.slow
 @needs_delta
-@settings(EXAMPLES, max_examples=3)
+@settings(EXAMPLES, max_examples=2)
 @given(change_sets())
 def test_any_changes_replay_and_apply_to_the_source_table(spark, case):
     """Both implementations, each example: Python's helpers and their Scala twins."""
