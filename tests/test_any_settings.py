@@ -13,14 +13,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-from pyspark.sql import functions as F
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from conftest import assert_same_rows, collect_plain, evolving_tables, expected_rows, read_table
-from spark_replicate.functions import from_replicate
 from spark_replicate.generate import generate_landing_zone
 from test_apply_delta import apply, delta_rows, history_truth, in_commit_order, needs_delta, truth
 from test_apply_state import applied, shuffled_with_duplicates
+from test_from_replicate import decoded, messages
 
 # Each example generates a zone and runs Spark jobs: seconds each, so few of them, and no
 # deadline. No example database: nothing is written beside the tests.
@@ -49,16 +48,16 @@ def landings(draw) -> dict:
 @settings(EXAMPLES, max_examples=10)
 @given(landings())
 def test_any_landing_reads_as_the_generator_wrote_it(spark, landing):
+    event(f"framing {landing['framing']}")  # (pytest --hypothesis-show-statistics shows the spread)
     with tempfile.TemporaryDirectory() as work:
         zone = generate_landing_zone(Path(work) / "landing", **landing)
         for table in zone.tables:
             assert_same_rows(collect_plain(read_table(spark, zone, table.name)), expected_rows(zone, table.name))
             if landing["framing"] == "message":  # a file per message: the bytes `from_replicate` takes
-                values = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
-                          .load(str(zone.topics[table.topic])).select(F.col("content").alias("value")))
-                options = dict(schemaTopic=str(zone.schema_topic), table=table.name)
-                decoded = values.select(from_replicate("value", options).alias("r")).where("r IS NOT NULL")
-                assert_same_rows(collect_plain(decoded.select("r.*")), expected_rows(zone, table.name))
+                structs = decoded(messages(spark, zone, [table.topic]), schemaTopic=str(zone.schema_topic),
+                                  table=table.name)
+                assert_same_rows(collect_plain(structs.where("r IS NOT NULL").select("r.*")),
+                                 expected_rows(zone, table.name))
 
 
 @st.composite
