@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from conftest import assert_same_rows, collect_plain, evolving_tables, expected_rows, read_table
 from spark_replicate.generate import generate_landing_zone
-from test_apply_delta import apply, delta_rows, history_truth, in_commit_order, needs_delta, truth
+from test_apply_delta import TABLES, apply, delta_rows, history_truth, in_commit_order, needs_delta, truth
 from test_apply_state import applied, shuffled_with_duplicates
 from test_from_replicate import decoded, messages
 
@@ -52,12 +52,12 @@ def test_any_landing_reads_as_the_generator_wrote_it(spark, landing):
     with tempfile.TemporaryDirectory() as work:
         zone = generate_landing_zone(Path(work) / "landing", **landing)
         for table in zone.tables:
-            assert_same_rows(collect_plain(read_table(spark, zone, table.name)), expected_rows(zone, table.name))
+            expected = expected_rows(zone, table.name)
+            assert_same_rows(collect_plain(read_table(spark, zone, table.name)), expected)
             if landing["framing"] == "message":  # a file per message: the bytes `from_replicate` takes
                 structs = decoded(messages(spark, zone, [table.topic]), schemaTopic=str(zone.schema_topic),
                                   table=table.name)
-                assert_same_rows(collect_plain(structs.where("r IS NOT NULL").select("r.*")),
-                                 expected_rows(zone, table.name))
+                assert_same_rows(collect_plain(structs.where("r IS NOT NULL").select("r.*")), expected)
 
 
 @st.composite
@@ -71,7 +71,7 @@ def change_sets(draw) -> dict:
                      partial_masks=draw(st.sampled_from([0.4, 1.0])), full_load=draw(st.booleans()),
                      operation_mix=draw(st.sampled_from([(0.5, 0.35, 0.15), (0.2, 0.5, 0.3), (0.1, 0.8, 0.1)])),
                      files_per_topic=draw(st.integers(1, 4))),
-        table=draw(st.sampled_from(["HR.EMPLOYEES", "HR.DEPARTMENTS", "SALES.ORDERS"])),
+        table=draw(st.sampled_from(TABLES)),
         batches=draw(st.integers(1, 3)), scd_type=draw(st.sampled_from([1, 2])))
 
 
@@ -88,9 +88,10 @@ def test_any_changes_replay_and_apply_to_the_source_table(spark, case):
         changes = shuffled_with_duplicates(spark, zone, table, seed=case["landing"]["seed"])
         # Batches in commit order, as files landed over time bring them.
         batches = in_commit_order(read_table(spark, zone, table), case["batches"])
-        expected = truth(zone, table) if case["scd_type"] == 1 else history_truth(zone, table)
+        state = truth(zone, table)
+        expected = state if case["scd_type"] == 1 else history_truth(zone, table)
         for implementation in ("python", "scala"):
-            assert_same_rows(collect_plain(applied(implementation, "latest_state", changes)), truth(zone, table))
+            assert_same_rows(collect_plain(applied(implementation, "latest_state", changes)), state)
             target = Path(work) / implementation
             for batch in batches:
                 apply(implementation, batch, target, scd_type=case["scd_type"])
