@@ -43,12 +43,15 @@ class SliceDecoderSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
 
   test("a varint longer than 10 bytes or cut by the end of the slice is malformed, wherever it sits") {
     val eleven = Array.fill[Byte](10)(0x80.toByte) :+ 1.toByte
-    val cut = Array.fill[Byte](4)(0x80.toByte)
     for (padding <- 0 to 12) {
       val tooLong = intercept[MalformedMessageException](new SliceDecoder().reset(eleven ++ Array.fill[Byte](padding)(0), 0, 11).readLong())
       assert(tooLong.errorId == ErrorId.BadPayload && tooLong.getMessage.contains("longer than 10 bytes"))
-      val truncated = intercept[MalformedMessageException](new SliceDecoder().reset(cut ++ Array.fill[Byte](padding)(0), 0, 4).readLong())
-      assert(truncated.errorId == ErrorId.Truncated)
+      // Cut after each of its first 9 bytes, the bytes past the slice ending it there.
+      for (kept <- 1 to 9) {
+        val cut = Array.fill[Byte](kept)(0x80.toByte) ++ Array.fill[Byte](padding)(0)
+        val truncated = intercept[MalformedMessageException](new SliceDecoder().reset(cut, 0, kept).readLong())
+        assert(truncated.errorId == ErrorId.Truncated)
+      }
     }
   }
 

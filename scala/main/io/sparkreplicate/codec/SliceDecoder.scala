@@ -326,6 +326,12 @@ object SliceDecoder {
   def packedVarint(buf: Array[Byte], pos: Int, end: Int): Long = {
     // One byte: union branches, short lengths, small numbers.
     if (pos < end && buf(pos) >= 0) return (buf(pos).toLong << 8) | 1
+    // Two and three bytes (lengths up to 8 KB, ints up to about a million), byte by byte: cheaper
+    // than the word below, and they are most of the longer varints (BuildComparison on profile M:
+    // 4% less time a message).
+    if (pos + 1 < end && buf(pos + 1) >= 0) return ((buf(pos) & 0x7fL | buf(pos + 1).toLong << 7) << 8) | 2
+    if (pos + 2 < end && buf(pos + 2) >= 0)
+      return ((buf(pos) & 0x7fL | (buf(pos + 1) & 0x7fL) << 7 | buf(pos + 2).toLong << 14) << 8) | 3
     // Up to 8 bytes at once: the first byte without its continuation bit ends the varint. The
     // word may reach past the slice while it stays inside the array; an end found past the
     // slice, and the rare varint of 9 or 10 bytes, are left to the caller.
